@@ -1,0 +1,24 @@
+# parabench: `make run` sets up and runs the pipeline; `make test` sets up and runs the tests.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export DVC_NO_ANALYTICS := 1
+
+.PHONY: run test setup clean
+
+run: $(STAMP)
+	$(BIN)/dvc repro
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,1 @@
+"""The one training loop, evaluation, timing, checkpoints and process launch."""

@@ -1,0 +1,95 @@
+"""A run plan: params.yaml plus the machine, resolved into exact numbers, checked before any heavy work."""
+
+from dataclasses import dataclass
+
+import torch
+
+from parabench.config import PARAMS_FILE, Params
+from parabench.engine.hardware import Machine, resolve
+from parabench.errors import ConfigError
+from parabench.paths import ROLES
+from parabench.strategies import STRATEGIES, Strategy
+from parabench.workloads import WORKLOADS, TrainSettings, Workload
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """One training run: which workload and strategy, on what, with which batch and learning rate."""
+
+    role: str
+    workload: Workload
+    strategy: Strategy
+    machine: Machine
+    settings: TrainSettings
+    processes: int
+    replicas: int
+    global_batch: int
+    lr: float
+
+    @property
+    def batch_per_replica(self) -> int:
+        """Samples each replica computes per step."""
+        return self.global_batch // self.replicas
+
+    @property
+    def threads(self) -> int:
+        """Threads per process."""
+        return self.machine.threads_per_process(self.strategy.processes_per_node(self.machine))
+
+
+def strategy_key(role: str) -> str:
+    """The params.yaml key that picks the strategy of a role."""
+    return "strategy" if role == "train" else "reference.strategy"
+
+
+def make_plan(params: Params, workload_name: str, role: str, machine: Machine | None = None) -> RunPlan:
+    """Resolve one run; raise ConfigError or StrategyUnavailable with the key to change."""
+    machine = machine or resolve(params.hardware)
+    _check_machine(machine)
+    strategy = STRATEGIES[params.strategy if role == "train" else params.reference.strategy]
+    strategy.check(machine)
+    settings = params.settings(workload_name)
+    replicas = strategy.data_replicas(machine)
+    if settings.scaling == "weak":
+        global_batch, lr = settings.batch_size * replicas, settings.lr * replicas
+    else:
+        global_batch, lr = settings.batch_size, settings.lr
+        if global_batch % replicas:
+            raise ConfigError(
+                f"{PARAMS_FILE}: scales.{workload_name}.{params.scale}.batch_size: {global_batch} does not divide "
+                f"evenly among the {replicas} processes of {strategy_key(role)}={strategy.name}; pick a multiple "
+                f"of {replicas}, change hardware.devices, or set scaling: weak (batch_size per process)."
+            )
+    return RunPlan(
+        role=role,
+        workload=WORKLOADS[workload_name],
+        strategy=strategy,
+        machine=machine,
+        settings=settings,
+        processes=strategy.processes(machine),
+        replicas=replicas,
+        global_batch=global_batch,
+        lr=lr,
+    )
+
+
+def check_all(params: Params) -> None:
+    """Plan every run the pipeline will make, so a bad value stops the first stage, not the fifth."""
+    machine = resolve(params.hardware)
+    for workload_name in WORKLOADS:
+        for role in ROLES:
+            make_plan(params, workload_name, role, machine)
+
+
+def _check_machine(machine: Machine) -> None:
+    if machine.nodes > 1:
+        raise ConfigError(
+            f"{PARAMS_FILE}: hardware.nodes: {machine.nodes}, but multi-node runs are not supported yet; set it to 1."
+        )
+    if machine.accelerator == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(
+            f"{PARAMS_FILE}: hardware.accelerator: 'cuda' but torch sees no CUDA device here; "
+            "set it to auto or cpu."
+        )
+    if machine.accelerator == "cpu" and machine.backend == "nccl":
+        raise ConfigError(f"{PARAMS_FILE}: hardware.backend: 'nccl' needs CUDA; set it to auto or gloo on the CPU.")

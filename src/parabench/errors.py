@@ -1,0 +1,21 @@
+"""User-facing errors: each says what is wrong, where, and what to do; stages print them without a traceback."""
+
+
+class ParabenchError(Exception):
+    """An error the user can fix; its message is the whole explanation."""
+
+
+class ConfigError(ParabenchError):
+    """params.yaml is invalid."""
+
+
+class DataError(ParabenchError):
+    """A data file is missing, malformed or not what it should be."""
+
+
+class DownloadError(DataError):
+    """No source could deliver a verified copy of a file."""
+
+
+class StrategyUnavailable(ParabenchError):
+    """A strategy cannot run on the hardware at hand."""

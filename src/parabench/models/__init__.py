@@ -1,0 +1,1 @@
+"""Plain model definitions: no devices, no ranks, only ordered blocks."""

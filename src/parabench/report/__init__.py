@@ -1,0 +1,1 @@
+"""Tables and figures computed from the pipeline's metrics."""

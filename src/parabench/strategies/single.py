@@ -1,0 +1,27 @@
+"""`single`: one process, one device; the reference every other strategy is compared with."""
+
+from torch import nn
+
+from parabench.engine.distributed import Process
+from parabench.engine.hardware import Machine
+from parabench.strategies.base import Parallelized, Strategy
+
+
+def _check(machine: Machine) -> None:
+    """One process on one device runs anywhere."""
+
+
+def apply(model: nn.Module, process: Process) -> Parallelized:
+    """Move the model to this process's device; nothing else."""
+    model = model.to(process.device)
+    return Parallelized(module=model, plain=model, shard_index=0, shard_count=1)
+
+
+STRATEGY = Strategy(
+    name="single",
+    summary="one process on one device: the reference",
+    launcher="local",
+    processes_per_node=lambda machine: 1,
+    check=_check,
+    apply=apply,
+)

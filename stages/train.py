@@ -1,0 +1,20 @@
+"""Stage train@<workload> and reference@<workload>: train with `strategy` or `reference.strategy`."""
+
+import argparse
+
+from parabench.cli import stage_main
+from parabench.engine.launch import train
+from parabench.paths import ROLES
+from parabench.workloads import WORKLOADS
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("workload", choices=sorted(WORKLOADS))
+    parser.add_argument("--role", choices=ROLES, default="train")
+    args = parser.parse_args()
+    train(args.workload, args.role)
+
+
+if __name__ == "__main__":
+    stage_main(main)

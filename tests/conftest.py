@@ -1,0 +1,28 @@
+"""Shared fixtures: the project root and a valid params.yaml to break one key at a time."""
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def base_params() -> dict[str, Any]:
+    """The committed params.yaml as a dict."""
+    return copy.deepcopy(yaml.safe_load((PROJECT_ROOT / "params.yaml").read_text()))
+
+
+@pytest.fixture
+def write_params(tmp_path: Path):
+    """Write a params dict to a temporary params.yaml and return its path."""
+
+    def write(params: dict[str, Any]) -> Path:
+        path = tmp_path / "params.yaml"
+        path.write_text(yaml.safe_dump(params))
+        return path
+
+    return write

@@ -1,0 +1,109 @@
+"""params.yaml validation: every bad value stops with one message naming the key, the value and the fix."""
+
+import pytest
+import torch
+
+from parabench.config import load_params
+from parabench.engine.hardware import resolve
+from parabench.engine.plan import check_all, make_plan
+from parabench.errors import ConfigError
+
+
+def test_committed_params_are_valid(base_params, write_params):
+    params = load_params(write_params(base_params))
+    check_all(params)
+    assert params.strategy == "single"
+
+
+def test_unknown_strategy_lists_the_valid_ones(base_params, write_params):
+    base_params["strategy"] = "magic"
+    with pytest.raises(ConfigError) as err:
+        load_params(write_params(base_params))
+    message = str(err.value)
+    assert "strategy" in message and "'magic'" in message
+    assert "'single'" in message and "'ddp'" in message
+    assert "params.yaml" in message
+
+
+def test_unknown_reference_strategy(base_params, write_params):
+    base_params["reference"]["strategy"] = "fastest"
+    with pytest.raises(ConfigError, match=r"reference\.strategy: 'fastest' is not valid"):
+        load_params(write_params(base_params))
+
+
+@pytest.mark.parametrize("devices", [0, -2])
+def test_devices_below_one(base_params, write_params, devices):
+    base_params["hardware"]["devices"] = devices
+    with pytest.raises(ConfigError, match=r"hardware\.devices: "):
+        load_params(write_params(base_params))
+
+
+def test_unknown_scale_names_the_defined_ones(base_params, write_params):
+    base_params["scale"] = "huge"
+    with pytest.raises(ConfigError) as err:
+        load_params(write_params(base_params))
+    assert "scale: 'huge'" in str(err.value) and "paper, quick" in str(err.value)
+
+
+def test_missing_key_is_named(base_params, write_params):
+    del base_params["scales"]["fashion_mnist"]["quick"]["lr"]
+    with pytest.raises(ConfigError, match=r"scales\.fashion_mnist\.quick\.lr: missing"):
+        load_params(write_params(base_params))
+
+
+def test_misspelt_key_is_named(base_params, write_params):
+    base_params["hardware"]["device"] = 2
+    with pytest.raises(ConfigError, match=r"hardware\.device: unknown key"):
+        load_params(write_params(base_params))
+
+
+def test_batch_not_divisible_by_processes(base_params, write_params):
+    base_params["strategy"] = "ddp"
+    base_params["hardware"].update(accelerator="cpu", devices=3)
+    base_params["scales"]["fashion_mnist"]["quick"].update(batch_size=128, scaling="strong")
+    params = load_params(write_params(base_params))
+    with pytest.raises(ConfigError) as err:
+        check_all(params)
+    message = str(err.value)
+    assert "scales.fashion_mnist.quick.batch_size: 128" in message and "3 processes" in message
+    assert "strategy=ddp" in message
+
+
+def test_weak_scaling_multiplies_batch_and_lr(base_params, write_params):
+    base_params["strategy"] = "ddp"
+    base_params["scale"] = "paper"
+    base_params["hardware"].update(accelerator="cpu", devices=2)
+    params = load_params(write_params(base_params))
+    plan = make_plan(params, "fashion_mnist", "train", resolve(params.hardware))
+    assert (plan.processes, plan.global_batch, plan.batch_per_replica) == (2, 512, 256)
+    assert plan.lr == pytest.approx(0.2)
+    reference = make_plan(params, "fashion_mnist", "reference", resolve(params.hardware))
+    assert (reference.processes, reference.global_batch, reference.lr) == (1, 256, 0.1)
+
+
+def test_local_data_source_must_exist(base_params, write_params, tmp_path):
+    base_params["data"]["fashion_mnist"]["source"] = str(tmp_path / "nowhere")
+    with pytest.raises(ConfigError, match=r"data\.fashion_mnist\.source: .*neither 'download' nor an existing folder"):
+        load_params(write_params(base_params))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_requested_without_cuda(base_params, write_params):
+    base_params["hardware"]["accelerator"] = "cuda"
+    params = load_params(write_params(base_params))
+    with pytest.raises(ConfigError, match=r"hardware\.accelerator: 'cuda'.*auto or cpu"):
+        check_all(params)
+
+
+def test_multi_node_is_refused_clearly(base_params, write_params):
+    base_params["hardware"]["nodes"] = 2
+    params = load_params(write_params(base_params))
+    with pytest.raises(ConfigError, match=r"hardware\.nodes: 2"):
+        check_all(params)
+
+
+def test_not_yaml(write_params, tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("strategy: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_params(path)
