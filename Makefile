@@ -4,14 +4,16 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export DVC_NO_ANALYTICS := 1
+# Stages run `python`: the project's virtual environment comes first on PATH.
+export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: run test setup clean
 
 run: $(STAMP)
-	$(BIN)/dvc repro
+	dvc repro
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	python -m pytest
 
 setup: $(STAMP)
 

@@ -29,7 +29,11 @@ class TrainResult:
 
 
 def run_description(plan: RunPlan) -> dict[str, Any]:
-    """Everything that defines the run's result; two runs with equal descriptions share checkpoints."""
+    """Everything that shapes the run's epochs; runs with equal descriptions share checkpoints.
+
+    `epochs` is left out on purpose: epoch k does the same work whatever the total (constant learning
+    rate, data order seeded per epoch), so a longer run may continue a shorter one's checkpoint.
+    """
     return {
         "workload": plan.workload.name,
         "strategy": plan.strategy.name,
@@ -37,7 +41,7 @@ def run_description(plan: RunPlan) -> dict[str, Any]:
         "replicas": plan.replicas,
         "global_batch": plan.global_batch,
         "lr": plan.lr,
-        "settings": plan.settings.model_dump(),
+        "settings": plan.settings.model_dump(exclude={"epochs"}),
     }
 
 
@@ -72,7 +76,7 @@ def fit(
             len(train), plan.batch_per_replica, parallel.shard_index, parallel.shard_count, settings.seed, epoch
         )
         for indices in tqdm(batches, total=steps, desc=f"epoch {epoch + 1}/{settings.epochs}",
-                            disable=not process.is_main, leave=False):
+                            disable=None if process.is_main else True, leave=False):
             with clock.step():
                 inputs = workload.to_inputs(train.images[indices].to(device, non_blocking=True))
                 labels = train.labels[indices].to(device, non_blocking=True)
