@@ -55,7 +55,8 @@ def ddp_rank(rank: int, world_size: int, batchnorm_training: bool, out: Path) ->
     parallel.module.train(batchnorm_training)
     mine = first_batch(parallel.shard_index, parallel.shard_count)
     sgd_step(parallel.module, [F.cross_entropy(parallel.module(images[mine]), labels[mine])])
-    torch.save({k: v.detach().clone() for k, v in parallel.plain.named_parameters()}, out / f"rank{rank}.pt")
+    state = parallel.full_state_dict()
+    torch.save({name: state[name].clone() for name, _ in make_model().named_parameters()}, out / f"rank{rank}.pt")
 
 
 def single_step(batchnorm_training: bool, ghost_batches: int) -> dict[str, torch.Tensor]:

@@ -260,7 +260,7 @@ def test_prepare_rejects_images_of_the_wrong_shape(tmp_path: Path, arrays: dict[
 
 def test_prepare_without_raw_files_says_so(tmp_path: Path) -> None:
     (tmp_path / "raw").mkdir()
-    with pytest.raises(DataError, match="download stage"):
+    with pytest.raises(DataError, match="dvc repro download@fashion_mnist"):
         prepare(tmp_path / "raw", tmp_path / "prepared")
 
 

@@ -93,3 +93,6 @@ def test_repro_then_ddp_experiment(tmp_path):
     run(project, "dvc", "plots", "show", "-o", str(tmp_path / "plots"))
     page = (tmp_path / "plots" / "index.html").read_text()
     assert "test_acc" in page and "train_loss" in page
+    run(project, "dvc", "plots", "diff", "HEAD", "-o", str(tmp_path / "diff"))
+    overlay = (tmp_path / "diff" / "index.html").read_text()
+    assert "HEAD" in overlay and "workspace" in overlay

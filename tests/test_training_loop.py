@@ -51,7 +51,7 @@ def test_loop_learns_and_records_every_epoch(tmp_path, data):
 def test_same_seed_same_result(tmp_path, data):
     first = fit(tiny_plan(epochs=1), CPU, *data, tmp_path / "a.pt")
     second = fit(tiny_plan(epochs=1), CPU, *data, tmp_path / "b.pt")
-    for a, b in zip(first.model.state_dict().values(), second.model.state_dict().values()):
+    for a, b in zip(first.state_dict.values(), second.state_dict.values()):
         assert torch.equal(a, b)
 
 
@@ -63,8 +63,8 @@ def test_resume_after_a_crash_matches_an_uninterrupted_run(tmp_path, data):
     resumed = fit(tiny_plan(epochs=2), CPU, *data, crashed_path)
     assert resumed.resumed_after_epoch == 1
     assert [row["epoch"] for row in resumed.history] == [1, 2]
-    for name, value in straight.model.state_dict().items():
-        torch.testing.assert_close(resumed.model.state_dict()[name], value, rtol=1e-5, atol=1e-6)
+    for name, value in straight.state_dict.items():
+        torch.testing.assert_close(resumed.state_dict[name], value, rtol=1e-5, atol=1e-6)
 
 
 def test_checkpoint_of_another_run_is_ignored(tmp_path, data):

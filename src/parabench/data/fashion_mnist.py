@@ -59,7 +59,7 @@ def prepare(raw_dir: Path, out_dir: Path) -> None:
     paths = {role: _find_file(raw_dir, remote.name) for role, remote in FILES.items()}
     missing = [FILES[role].name for role, path in paths.items() if path is None]
     if missing:
-        raise DataError(f"{raw_dir} lacks {', '.join(missing)}; run the Fashion-MNIST download stage first")
+        raise DataError(f"{raw_dir} lacks {', '.join(missing)}; run `dvc repro download@fashion_mnist` first")
     arrays = {role: read_idx(path) for role, path in paths.items()}
     for split in SPLITS:
         _check_split(arrays, paths, split)

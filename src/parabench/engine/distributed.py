@@ -82,10 +82,3 @@ def broadcast_object(value: object) -> object:
     dist.broadcast_object_list(box, src=0)
     return box[0]
 
-
-def broadcast_buffers(model: torch.nn.Module) -> None:
-    """Give every process rank 0's buffers (BatchNorm running statistics), so all evaluate one model."""
-    if not dist.is_initialized():
-        return
-    for buffer in model.buffers():
-        dist.broadcast(buffer, src=0)

@@ -1,11 +1,10 @@
-"""Accuracy of a model on labelled images, each process counting its share."""
+"""Accuracy of a model on labelled images."""
 
 from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
 
-from parabench.engine.distributed import sum_across
 from parabench.workloads import LabelledImages
 
 
@@ -16,18 +15,14 @@ def accuracy(
     to_inputs: Callable[[Tensor], Tensor],
     batch_size: int,
     device: torch.device,
-    shard_index: int = 0,
-    shard_count: int = 1,
 ) -> float:
-    """Fraction of samples classified correctly; samples shard_index::shard_count are counted here."""
+    """Fraction of samples classified correctly, with the model in evaluation mode."""
     was_training = model.training
     model.eval()
-    mine = torch.arange(shard_index, len(data), shard_count)
-    correct = 0.0
-    for batch in mine.split(batch_size):
-        inputs = to_inputs(data.images[batch].to(device, non_blocking=True))
-        predictions = model(inputs).argmax(dim=1)
-        correct += (predictions == data.labels[batch].to(device)).sum().item()
+    correct = 0
+    for start in range(0, len(data), batch_size):
+        inputs = to_inputs(data.images[start : start + batch_size].to(device, non_blocking=True))
+        predictions = model(inputs).argmax(dim=1).cpu()
+        correct += int((predictions == data.labels[start : start + batch_size]).sum())
     model.train(was_training)
-    total_correct, total = sum_across([correct, float(len(mine))], device)
-    return total_correct / total
+    return correct / len(data)

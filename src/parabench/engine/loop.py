@@ -5,12 +5,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import nn
+from torch import Tensor
 from tqdm import tqdm
 
 from parabench.engine import checkpoint
 from parabench.engine.batches import shard_batches, steps_per_epoch, training_subset
-from parabench.engine.distributed import Process, broadcast_buffers, sum_across, synchronize
+from parabench.engine.distributed import Process, broadcast_object, gather_objects, sum_across, synchronize
 from parabench.engine.evaluate import accuracy
 from parabench.engine.plan import RunPlan
 from parabench.engine.timing import StepClock
@@ -19,9 +19,9 @@ from parabench.workloads import LabelledImages
 
 @dataclass
 class TrainResult:
-    """What a finished run leaves: the plain model, per-epoch rows and this process's kept step times."""
+    """What a finished run leaves: the model's state (on rank 0), per-epoch rows and kept step times."""
 
-    model: nn.Module
+    state_dict: dict[str, Tensor]
     history: list[dict[str, float]]
     step_durations: list[float]
     steps_per_epoch: int
@@ -34,22 +34,14 @@ def run_description(plan: RunPlan) -> dict[str, Any]:
     `epochs` is left out on purpose: epoch k does the same work whatever the total (constant learning
     rate, data order seeded per epoch), so a longer run may continue a shorter one's checkpoint.
     """
-    return {
-        "workload": plan.workload.name,
-        "strategy": plan.strategy.name,
-        "processes": plan.processes,
-        "replicas": plan.replicas,
-        "global_batch": plan.global_batch,
-        "lr": plan.lr,
-        "settings": plan.settings.model_dump(exclude={"epochs"}),
-    }
+    return {**plan.describe(), "settings": plan.settings.model_dump(exclude={"epochs"})}
 
 
 def fit(
     plan: RunPlan, process: Process, train: LabelledImages, test: LabelledImages, checkpoint_path: Path
 ) -> TrainResult:
     """Train for the planned epochs (resuming from a matching checkpoint) and test after each epoch."""
-    settings, workload, device = plan.settings, plan.workload, process.device
+    settings, workload = plan.settings, plan.workload
     train = training_subset(train, settings.train_subset, settings.seed)
     torch.manual_seed(settings.seed)
     model = workload.build_model(settings)
@@ -62,40 +54,37 @@ def fit(
         parallel.module.parameters(), lr=plan.lr, momentum=settings.momentum, weight_decay=settings.weight_decay
     )
     if saved:
-        optimizer.load_state_dict(saved["optimizer"])
+        optimizer.load_state_dict(saved["optimizers"][process.rank])
     history: list[dict[str, float]] = saved["history"] if saved else []
-    clock = StepClock(device, settings.warmup_steps, kept=saved["durations"] if saved else None)
+    clock = StepClock(process.device, settings.warmup_steps, kept=saved["durations"] if saved else None)
     steps = steps_per_epoch(len(train), plan.global_batch)
+    state: dict[str, Tensor] = {}
     for epoch in range(len(history), settings.epochs):
         parallel.module.train()
         kept_before = len(clock.durations)
-        loss_sum = torch.zeros((), device=device)
-        correct = torch.zeros((), device=device)
-        seen = 0
+        loss_sum, correct, seen = torch.zeros(()), torch.zeros(()), 0
         batches = shard_batches(
             len(train), plan.batch_per_replica, parallel.shard_index, parallel.shard_count, settings.seed, epoch
         )
-        for indices in tqdm(batches, total=steps, desc=f"epoch {epoch + 1}/{settings.epochs}",
-                            disable=None if process.is_main else True, leave=False):
+        progress = tqdm(batches, total=steps, desc=f"epoch {epoch + 1}/{settings.epochs}",
+                        disable=None if process.is_main else True, leave=False)
+        for indices in progress:
+            labels = train.labels[indices]
             with clock.step():
-                inputs = workload.to_inputs(train.images[indices].to(device, non_blocking=True))
-                labels = train.labels[indices].to(device, non_blocking=True)
+                inputs = workload.to_inputs(train.images[indices].to(parallel.input_device, non_blocking=True))
                 optimizer.zero_grad(set_to_none=True)
-                outputs = parallel.module(inputs)
-                loss = workload.loss(outputs, labels)
-                loss.backward()
+                loss, outputs = parallel.train_step(inputs, labels, workload.loss)
                 optimizer.step()
-            loss_sum += loss.detach() * len(labels)
-            correct += (outputs.detach().argmax(dim=1) == labels).sum()
-            seen += len(labels)
-        synchronize(device)
+            if outputs is not None and loss is not None:
+                loss_sum += loss.cpu() * len(labels)
+                correct += (outputs.argmax(dim=1).cpu() == labels).sum()
+                seen += len(labels)
+        synchronize(process.device)
         epoch_durations = clock.durations[kept_before:]
-        loss_total, correct_total, seen_total = sum_across([loss_sum.item(), correct.item(), float(seen)], device)
-        broadcast_buffers(parallel.plain)
-        test_acc = accuracy(
-            parallel.plain, test, workload.to_inputs, settings.eval_batch_size, device,
-            parallel.shard_index, parallel.shard_count,
-        )
+        loss_total, correct_total, seen_total = sum_across([loss_sum.item(), correct.item(), float(seen)],
+                                                           process.device)
+        state = parallel.full_state_dict()
+        test_acc = broadcast_object(_test_accuracy(plan, state, test, process) if process.is_main else None)
         history.append({
             "epoch": epoch + 1,
             "train_loss": loss_total / seen_total,
@@ -105,13 +94,24 @@ def fit(
             "samples_per_s": plan.global_batch * len(epoch_durations) / sum(epoch_durations)
             if epoch_durations else float("nan"),
         })
+        optimizers = gather_objects(optimizer.state_dict())
         if process.is_main:
             row = history[-1]
             tqdm.write(f"epoch {epoch + 1}: loss {row['train_loss']:.4f} train acc {row['train_acc']:.4f} "
                        f"test acc {test_acc:.4f} {row['samples_per_s']:.1f} samples/s")
             checkpoint.save(checkpoint_path, {
-                "fingerprint": run_id, "epoch": epoch + 1, "model": parallel.plain.state_dict(),
-                "optimizer": optimizer.state_dict(), "history": history, "durations": clock.durations,
+                "fingerprint": run_id, "epoch": epoch + 1, "model": state, "optimizers": optimizers,
+                "history": history, "durations": clock.durations,
             })
-    return TrainResult(model=parallel.plain, history=history, step_durations=clock.durations, steps_per_epoch=steps,
+    if not state:
+        state = parallel.full_state_dict()
+    return TrainResult(state_dict=state, history=history, step_durations=clock.durations, steps_per_epoch=steps,
                        resumed_after_epoch=saved["epoch"] if saved else 0)
+
+
+def _test_accuracy(plan: RunPlan, state: dict[str, Tensor], test: LabelledImages, process: Process) -> float:
+    """Accuracy of the whole model, rebuilt from its state on this process's device (rank 0 only)."""
+    model = plan.workload.build_model(plan.settings)
+    model.load_state_dict(state)
+    model.to(process.device)
+    return accuracy(model, test, plan.workload.to_inputs, plan.settings.eval_batch_size, process.device)

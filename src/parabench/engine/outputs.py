@@ -23,12 +23,7 @@ def summary(plan: RunPlan, result: TrainResult, step_durations: list[float], mem
     steps = summarize(step_durations)
     last = result.history[-1]
     return {
-        "workload": plan.workload.name,
-        "strategy": plan.strategy.name,
-        "processes": plan.processes,
-        "replicas": plan.replicas,
-        "global_batch": plan.global_batch,
-        "lr": plan.lr,
+        **plan.describe(),
         "epochs": plan.settings.epochs,
         "train_time_s": steps["median"] * result.steps_per_epoch * plan.settings.epochs,
         "samples_per_s": plan.global_batch / steps["median"],
@@ -46,7 +41,7 @@ def summary(plan: RunPlan, result: TrainResult, step_durations: list[float], mem
 def write_run(plan: RunPlan, result: TrainResult, metrics: dict[str, Any]) -> None:
     """Save the weights, the metrics JSON and the per-epoch CSV of one role."""
     role, name = plan.role, plan.workload.name
-    write_atomic(model_file(role, name), lambda tmp: torch.save(result.model.state_dict(), tmp))
+    write_atomic(model_file(role, name), lambda tmp: torch.save(result.state_dict, tmp))
     write_json(train_metrics_file(role, name), metrics)
     curves = pd.DataFrame(result.history)
     write_atomic(train_curve_file(role, name), lambda tmp: curves.to_csv(tmp, index=False, float_format="%.6g"))

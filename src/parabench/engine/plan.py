@@ -31,6 +31,17 @@ class RunPlan:
         """Samples each replica computes per step."""
         return self.global_batch // self.replicas
 
+    def describe(self) -> dict[str, str | int | float]:
+        """The run's identity in plain values: workload, strategy, processes, batch and learning rate."""
+        return {
+            "workload": self.workload.name,
+            "strategy": self.strategy.name,
+            "processes": self.processes,
+            "replicas": self.replicas,
+            "global_batch": self.global_batch,
+            "lr": self.lr,
+        }
+
     @property
     def threads(self) -> int:
         """Threads per process."""

@@ -7,7 +7,7 @@ from torch.nn.parallel import DistributedDataParallel
 from parabench.engine.distributed import Process
 from parabench.engine.hardware import Machine
 from parabench.errors import StrategyUnavailable
-from parabench.strategies.base import Parallelized, Strategy
+from parabench.strategies.base import Parallelized, Strategy, forward_backward
 
 
 def _check(machine: Machine) -> None:
@@ -23,7 +23,14 @@ def apply(model: nn.Module, process: Process) -> Parallelized:
     model = model.to(process.device)
     device_ids = [process.device.index] if process.device.type == "cuda" else None
     wrapped = DistributedDataParallel(model, device_ids=device_ids)
-    return Parallelized(module=wrapped, plain=model, shard_index=process.rank, shard_count=process.world_size)
+    return Parallelized(
+        module=wrapped,
+        input_device=process.device,
+        shard_index=process.rank,
+        shard_count=process.world_size,
+        train_step=forward_backward(wrapped),
+        full_state_dict=model.state_dict,
+    )
 
 
 STRATEGY = Strategy(

@@ -4,7 +4,7 @@ from torch import nn
 
 from parabench.engine.distributed import Process
 from parabench.engine.hardware import Machine
-from parabench.strategies.base import Parallelized, Strategy
+from parabench.strategies.base import Parallelized, Strategy, forward_backward
 
 
 def _check(machine: Machine) -> None:
@@ -14,7 +14,14 @@ def _check(machine: Machine) -> None:
 def apply(model: nn.Module, process: Process) -> Parallelized:
     """Move the model to this process's device; nothing else."""
     model = model.to(process.device)
-    return Parallelized(module=model, plain=model, shard_index=0, shard_count=1)
+    return Parallelized(
+        module=model,
+        input_device=process.device,
+        shard_index=0,
+        shard_count=1,
+        train_step=forward_backward(model),
+        full_state_dict=model.state_dict,
+    )
 
 
 STRATEGY = Strategy(
