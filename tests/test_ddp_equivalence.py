@@ -22,6 +22,7 @@ from parabench.engine.distributed import Process
 from parabench.models.resnet import d2l_resnet18
 from parabench.strategies import STRATEGIES
 from tests.multiprocess import run_ranks
+from tests.setups import cpu_setup
 
 GLOBAL_BATCH, SAMPLES, WORLD, LR = 8, 16, 2, 0.1
 RTOL, ATOL = 1e-4, 1e-6
@@ -51,7 +52,8 @@ def first_batch(shard_index: int, shard_count: int) -> torch.Tensor:
 def ddp_rank(rank: int, world_size: int, batchnorm_training: bool, out: Path) -> None:
     torch.set_num_threads(1)
     images, labels = make_data()
-    parallel = STRATEGIES["ddp"].apply(make_model(), Process(rank, rank, world_size, torch.device("cpu")))
+    process = Process(rank, rank, world_size, torch.device("cpu"))
+    parallel = STRATEGIES["ddp"].apply(make_model(), process, cpu_setup(devices=WORLD))
     parallel.module.train(batchnorm_training)
     mine = first_batch(parallel.shard_index, parallel.shard_count)
     sgd_step(parallel.module, [F.cross_entropy(parallel.module(images[mine]), labels[mine])])

@@ -5,16 +5,11 @@ import dataclasses
 import pytest
 import torch
 
-from parabench.engine.distributed import Process
-from parabench.engine.hardware import Machine
 from parabench.engine.loop import fit
 from parabench.engine.plan import RunPlan
 from parabench.strategies import STRATEGIES
 from parabench.workloads import WORKLOADS, LabelledImages
-
-CPU = Process(rank=0, local_rank=0, world_size=1, device=torch.device("cpu"))
-MACHINE = Machine(accelerator="cpu", devices=1, nodes=1, backend="gloo", cores=1, max_restarts=0, threads_setting=1)
-
+from tests.setups import CPU_PROCESS, cpu_setup
 
 def tiny_plan(epochs: int) -> RunPlan:
     workload = WORKLOADS["fashion_mnist"]
@@ -22,9 +17,8 @@ def tiny_plan(epochs: int) -> RunPlan:
         epochs=epochs, batch_size=16, lr=0.05, momentum=0.9, weight_decay=0.0, scaling="strong",
         train_subset=None, eval_batch_size=32, warmup_steps=1, seed=0, width=4,
     )
-    return RunPlan(role="train", workload=workload, strategy=STRATEGIES["single"], machine=MACHINE,
+    return RunPlan(role="train", workload=workload, strategy=STRATEGIES["single"], setup=cpu_setup(),
                    settings=settings, processes=1, replicas=1, global_batch=16, lr=0.05)
-
 
 def separable_images(count: int, seed: int) -> LabelledImages:
     """Images whose label is written in their brightness, so a working loop must learn them."""
@@ -33,43 +27,38 @@ def separable_images(count: int, seed: int) -> LabelledImages:
     images = (torch.rand(count, 1, 28, 28, generator=generator) * 60 + labels.view(-1, 1, 1, 1) * 150).to(torch.uint8)
     return LabelledImages(images=images, labels=labels)
 
-
 @pytest.fixture
 def data() -> tuple[LabelledImages, LabelledImages]:
     return separable_images(128, seed=0), separable_images(64, seed=1)
 
-
 def test_loop_learns_and_records_every_epoch(tmp_path, data):
-    result = fit(tiny_plan(epochs=3), CPU, *data, tmp_path / "ckpt.pt")
+    result = fit(tiny_plan(epochs=3), CPU_PROCESS, *data, tmp_path / "ckpt.pt")
     assert [row["epoch"] for row in result.history] == [1, 2, 3]
     assert result.history[-1]["test_acc"] >= 0.9
     assert result.history[-1]["train_loss"] < result.history[0]["train_loss"]
     assert len(result.step_durations) == 3 * (128 // 16) - 1, "one warm-up step is left out"
     assert result.steps_per_epoch == 8
 
-
 def test_same_seed_same_result(tmp_path, data):
-    first = fit(tiny_plan(epochs=1), CPU, *data, tmp_path / "a.pt")
-    second = fit(tiny_plan(epochs=1), CPU, *data, tmp_path / "b.pt")
+    first = fit(tiny_plan(epochs=1), CPU_PROCESS, *data, tmp_path / "a.pt")
+    second = fit(tiny_plan(epochs=1), CPU_PROCESS, *data, tmp_path / "b.pt")
     for a, b in zip(first.state_dict.values(), second.state_dict.values()):
         assert torch.equal(a, b)
 
-
 def test_resume_after_a_crash_matches_an_uninterrupted_run(tmp_path, data):
     torch.set_num_threads(1)
-    straight = fit(tiny_plan(epochs=2), CPU, *data, tmp_path / "straight.pt")
+    straight = fit(tiny_plan(epochs=2), CPU_PROCESS, *data, tmp_path / "straight.pt")
     crashed_path = tmp_path / "crashed.pt"
-    fit(tiny_plan(epochs=1), CPU, *data, crashed_path)  # what a run killed after epoch 1 leaves on disk
-    resumed = fit(tiny_plan(epochs=2), CPU, *data, crashed_path)
+    fit(tiny_plan(epochs=1), CPU_PROCESS, *data, crashed_path)  # what a run killed after epoch 1 leaves on disk
+    resumed = fit(tiny_plan(epochs=2), CPU_PROCESS, *data, crashed_path)
     assert resumed.resumed_after_epoch == 1
     assert [row["epoch"] for row in resumed.history] == [1, 2]
     for name, value in straight.state_dict.items():
         torch.testing.assert_close(resumed.state_dict[name], value, rtol=1e-5, atol=1e-6)
 
-
 def test_checkpoint_of_another_run_is_ignored(tmp_path, data):
     path = tmp_path / "ckpt.pt"
-    fit(tiny_plan(epochs=1), CPU, *data, path)
+    fit(tiny_plan(epochs=1), CPU_PROCESS, *data, path)
     other = tiny_plan(epochs=1)
     other = dataclasses.replace(other, lr=0.01, settings=other.settings.model_copy(update={"lr": 0.01}))
-    assert fit(other, CPU, *data, path).resumed_after_epoch == 0
+    assert fit(other, CPU_PROCESS, *data, path).resumed_after_epoch == 0

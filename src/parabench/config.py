@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationErr
 
 from parabench.errors import ConfigError
 from parabench.strategies import STRATEGIES
+from parabench.strategies.options import PartitionOptions, PipelineOptions
 from parabench.workloads import WORKLOADS, TrainSettings
 
 PARAMS_FILE = Path("params.yaml")
@@ -74,6 +75,8 @@ class Params(Strict):
     strategy: Literal[STRATEGY_NAMES]  # type: ignore[valid-type]
     reference: Reference
     hardware: Hardware
+    partition: PartitionOptions
+    pipeline: PipelineOptions
     scale: str
     scales: Scales  # type: ignore[valid-type]
     data: DataSources  # type: ignore[valid-type]

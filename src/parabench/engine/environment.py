@@ -33,7 +33,7 @@ def describe(plan: RunPlan) -> dict[str, Any]:
         "platform": platform.platform(),
         "accelerator": machine.accelerator,
         "device_names": devices,
-        "backend": machine.backend if plan.strategy.launcher == "torchrun" else "none",
+        "backend": machine.backend if plan.distributed else "none",
         "nodes": machine.nodes,
         "processes": plan.processes,
         "threads_per_process": plan.threads,

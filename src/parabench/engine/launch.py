@@ -20,7 +20,7 @@ def torchrun_command(plan: RunPlan, workload_name: str) -> list[str]:
     return [
         sys.executable, "-m", "torch.distributed.run",
         "--standalone", "--nnodes=1",
-        f"--nproc-per-node={plan.strategy.processes_per_node(machine)}",
+        f"--nproc-per-node={plan.processes_per_node}",
         f"--max-restarts={machine.max_restarts}",
         "-m", "parabench.engine.worker", workload_name, plan.role,
     ]
@@ -32,7 +32,7 @@ def train(workload_name: str, role: str) -> None:
     log.info("%s@%s: strategy %s, %d process(es) x %d thread(s), global batch %d, lr %g on %s",
              role, workload_name, plan.strategy.name, plan.processes, plan.threads, plan.global_batch, plan.lr,
              plan.machine.accelerator)
-    if plan.strategy.launcher != "torchrun" or launched_by_torchrun():
+    if not plan.distributed or launched_by_torchrun():
         run_worker(workload_name, role)
         return
     command = torchrun_command(plan, workload_name)

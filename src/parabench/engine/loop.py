@@ -49,7 +49,7 @@ def fit(
     saved = checkpoint.load(checkpoint_path, run_id, process)
     if saved:
         model.load_state_dict(saved["model"])
-    parallel = plan.strategy.apply(model, process)
+    parallel = plan.strategy.apply(model, process, plan.setup)
     optimizer = torch.optim.SGD(
         parallel.module.parameters(), lr=plan.lr, momentum=settings.momentum, weight_decay=settings.weight_decay
     )

@@ -9,6 +9,7 @@ from parabench.engine.hardware import Machine, resolve
 from parabench.errors import ConfigError
 from parabench.paths import ROLES
 from parabench.strategies import STRATEGIES, Strategy
+from parabench.strategies.base import StrategySetup
 from parabench.workloads import WORKLOADS, TrainSettings, Workload
 
 
@@ -19,7 +20,7 @@ class RunPlan:
     role: str
     workload: Workload
     strategy: Strategy
-    machine: Machine
+    setup: StrategySetup
     settings: TrainSettings
     processes: int
     replicas: int
@@ -43,9 +44,24 @@ class RunPlan:
         }
 
     @property
+    def machine(self) -> Machine:
+        """The resolved hardware."""
+        return self.setup.machine
+
+    @property
+    def processes_per_node(self) -> int:
+        """Worker processes on this node."""
+        return self.strategy.processes_per_node(self.setup)
+
+    @property
+    def distributed(self) -> bool:
+        """Whether torchrun launches the workers and they join a process group."""
+        return self.strategy.distributed(self.setup)
+
+    @property
     def threads(self) -> int:
         """Threads per process."""
-        return self.machine.threads_per_process(self.strategy.processes_per_node(self.machine))
+        return self.machine.threads_per_process(self.processes_per_node)
 
 
 def strategy_key(role: str) -> str:
@@ -58,9 +74,9 @@ def make_plan(params: Params, workload_name: str, role: str, machine: Machine | 
     machine = machine or resolve(params.hardware)
     _check_machine(machine)
     strategy = STRATEGIES[params.strategy if role == "train" else params.reference.strategy]
-    strategy.check(machine)
+    setup = StrategySetup(machine=machine, partition=params.partition, pipeline=params.pipeline)
     settings = params.settings(workload_name)
-    replicas = strategy.data_replicas(machine)
+    replicas = strategy.data_replicas(setup)
     if settings.scaling == "weak":
         global_batch, lr = settings.batch_size * replicas, settings.lr * replicas
     else:
@@ -71,13 +87,14 @@ def make_plan(params: Params, workload_name: str, role: str, machine: Machine | 
                 f"evenly among the {replicas} processes of {strategy_key(role)}={strategy.name}; pick a multiple "
                 f"of {replicas}, change hardware.devices, or set scaling: weak (batch_size per process)."
             )
+    strategy.check(setup, global_batch)
     return RunPlan(
         role=role,
         workload=WORKLOADS[workload_name],
         strategy=strategy,
-        machine=machine,
+        setup=setup,
         settings=settings,
-        processes=strategy.processes(machine),
+        processes=strategy.processes(setup),
         replicas=replicas,
         global_batch=global_batch,
         lr=lr,

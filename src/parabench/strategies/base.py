@@ -1,17 +1,28 @@
 """What a strategy is: a function applied to a plain model, returning what the one training loop needs."""
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from parabench.engine.distributed import Process
 from parabench.engine.hardware import Machine
+from parabench.strategies.options import PartitionOptions, PipelineOptions
 
 LossFn = Callable[[Tensor, Tensor], Tensor]
 StepResult = tuple[Tensor | None, Tensor | None]
 TrainStep = Callable[[Tensor, Tensor, LossFn], StepResult]
+
+
+@dataclass(frozen=True)
+class StrategySetup:
+    """What a strategy may read besides the model: the machine and the strategies' params.yaml sections."""
+
+    machine: Machine
+    partition: PartitionOptions
+    pipeline: PipelineOptions
 
 
 def forward_backward(module: nn.Module) -> TrainStep:
@@ -32,7 +43,8 @@ class Parallelized:
 
     train_step(inputs, labels, loss) runs forward and backward for this process's part and returns the
     mean loss and the outputs where this process has them (None where it does not, e.g. an early pipeline
-    stage). full_state_dict() returns the whole model's state on rank 0 (a collective: call it on every rank).
+    stage). full_state_dict() returns the whole model's state on rank 0 (a collective: call it on every
+    rank). details holds what the metrics should record about the strategy's choices (e.g. the cut).
     """
 
     module: nn.Module
@@ -41,23 +53,34 @@ class Parallelized:
     shard_count: int
     train_step: TrainStep
     full_state_dict: Callable[[], dict[str, Tensor]]
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def _runs_anywhere(setup: StrategySetup, global_batch: int) -> None:
+    """No requirement beyond what params.yaml already guarantees."""
 
 
 @dataclass(frozen=True)
 class Strategy:
-    """One way to train in parallel, with what it needs from the hardware."""
+    """One way to train in parallel, with what it needs from the hardware.
+
+    processes_per_node: worker processes on each node; torchrun launches them when `distributed` is true.
+    data_parallel: each process is a replica that computes its share of every global batch.
+    check(setup, global_batch): raise StrategyUnavailable or ConfigError before any heavy work.
+    """
 
     name: str
     summary: str
-    launcher: str
-    processes_per_node: Callable[[Machine], int]
-    check: Callable[[Machine], None]
-    apply: Callable[[nn.Module, Process], Parallelized]
+    apply: Callable[[nn.Module, Process, StrategySetup], Parallelized]
+    distributed: Callable[[StrategySetup], bool] = lambda setup: False
+    processes_per_node: Callable[[StrategySetup], int] = lambda setup: 1
+    data_parallel: bool = False
+    check: Callable[[StrategySetup, int], None] = _runs_anywhere
 
-    def processes(self, machine: Machine) -> int:
+    def processes(self, setup: StrategySetup) -> int:
         """Processes in the whole job."""
-        return self.processes_per_node(machine) * (machine.nodes if self.launcher == "torchrun" else 1)
+        return self.processes_per_node(setup) * (setup.machine.nodes if self.distributed(setup) else 1)
 
-    def data_replicas(self, machine: Machine) -> int:
+    def data_replicas(self, setup: StrategySetup) -> int:
         """How many model replicas share each global batch."""
-        return self.processes(machine)
+        return self.processes(setup) if self.data_parallel else 1

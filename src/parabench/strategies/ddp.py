@@ -5,20 +5,21 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from parabench.engine.distributed import Process
-from parabench.engine.hardware import Machine
 from parabench.errors import StrategyUnavailable
-from parabench.strategies.base import Parallelized, Strategy, forward_backward
+from parabench.strategies.base import Parallelized, Strategy, StrategySetup, forward_backward
 
 
-def _check(machine: Machine) -> None:
+def check_gpus(name: str, setup: StrategySetup) -> None:
+    """A one-process-per-GPU strategy needs as many GPUs on this node as hardware.devices says."""
+    machine = setup.machine
     if machine.accelerator == "cuda" and machine.devices > torch.cuda.device_count():
         raise StrategyUnavailable(
-            f"strategy 'ddp' wants hardware.devices={machine.devices} GPUs per node, "
+            f"strategy '{name}' wants hardware.devices={machine.devices} GPUs per node, "
             f"but this node has {torch.cuda.device_count()}; lower hardware.devices or set it to auto."
         )
 
 
-def apply(model: nn.Module, process: Process) -> Parallelized:
+def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Parallelized:
     """Wrap the model in DDP: gradients are averaged across processes during backward."""
     model = model.to(process.device)
     device_ids = [process.device.index] if process.device.type == "cuda" else None
@@ -36,8 +37,9 @@ def apply(model: nn.Module, process: Process) -> Parallelized:
 STRATEGY = Strategy(
     name="ddp",
     summary="DistributedDataParallel: one process per device, gradients all-reduced in buckets during backward",
-    launcher="torchrun",
-    processes_per_node=lambda machine: machine.devices,
-    check=_check,
     apply=apply,
+    distributed=lambda setup: True,
+    processes_per_node=lambda setup: setup.machine.devices,
+    data_parallel=True,
+    check=lambda setup, global_batch: check_gpus("ddp", setup),
 )

@@ -3,15 +3,10 @@
 from torch import nn
 
 from parabench.engine.distributed import Process
-from parabench.engine.hardware import Machine
-from parabench.strategies.base import Parallelized, Strategy, forward_backward
+from parabench.strategies.base import Parallelized, Strategy, StrategySetup, forward_backward
 
 
-def _check(machine: Machine) -> None:
-    """One process on one device runs anywhere."""
-
-
-def apply(model: nn.Module, process: Process) -> Parallelized:
+def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Parallelized:
     """Move the model to this process's device; nothing else."""
     model = model.to(process.device)
     return Parallelized(
@@ -24,11 +19,4 @@ def apply(model: nn.Module, process: Process) -> Parallelized:
     )
 
 
-STRATEGY = Strategy(
-    name="single",
-    summary="one process on one device: the reference",
-    launcher="local",
-    processes_per_node=lambda machine: 1,
-    check=_check,
-    apply=apply,
-)
+STRATEGY = Strategy(name="single", summary="one process on one device: the reference", apply=apply)

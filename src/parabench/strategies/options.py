@@ -1,0 +1,23 @@
+"""The params.yaml sections that belong to strategies: how a model is cut, how a pipeline is fed."""
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class PartitionOptions(BaseModel):
+    """model_parallel and pipeline: how the model's ordered blocks are cut into one stage per device."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    balance: Literal["time", "parameters"]
+
+
+class PipelineOptions(BaseModel):
+    """pipeline: the engine, the micro-batch size and (distributed engine) the schedule."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    engine: Literal["inprocess", "distributed"]
+    split_size: Annotated[int, Field(ge=1)]
+    schedule: Literal["gpipe", "1f1b"]
