@@ -1,5 +1,6 @@
 """End to end through DVC: `dvc repro` on tiny fixtures, then `dvc exp run -S strategy=ddp` re-runs only what depends on it."""
 
+import json
 import os
 import re
 import shutil
@@ -43,6 +44,7 @@ def make_project(tmp_path: Path) -> Path:
     params = yaml.safe_load((project / "params.yaml").read_text())
     params["scales"]["fashion_mnist"]["tiny"] = TINY_SCALE
     params["scale"] = "tiny"
+    params["benchmark"].update(rounds=2, warmup_steps=1, timed_steps=2)
     params["data"]["fashion_mnist"]["source"] = str(tmp_path / "fixture-data")
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     return project
@@ -74,7 +76,7 @@ def test_repro_then_ddp_experiment(tmp_path):
 
     first = run(project, "dvc", "repro")
     every_stage = {f"{stage}@fashion_mnist" for stage in ("download", "prepare", "train", "reference", "evaluate",
-                                                          "speedup")}
+                                                          "speedup")} | {"benchmark"}
     assert stages_run(first) == every_stage
     run(project, "git", "add", "-A")
     run(project, "git", "commit", "-qm", "baseline")
@@ -84,6 +86,10 @@ def test_repro_then_ddp_experiment(tmp_path):
     metrics = yaml.safe_load((project / "metrics/train/fashion_mnist.json").read_text())
     assert (metrics["strategy"], metrics["processes"], metrics["environment"]["backend"]) == ("ddp", 2, "gloo")
     assert set(metrics["peak_memory_mb"]) == {"rank0", "rank1"}
+
+    benchmark = json.loads((project / "metrics/benchmark.json").read_text())["fashion_mnist"]
+    assert benchmark["single"]["status"] == "ran" and benchmark["single"]["speedup"] == 1.0
+    assert (project / "plots/benchmark.png").stat().st_size > 0
 
     table = run(project, "dvc", "exp", "show", "--csv")
     assert "ddp" in table and "speedup" in table

@@ -47,6 +47,22 @@ class Reference(Strict):
     strategy: Literal[STRATEGY_NAMES]  # type: ignore[valid-type]
 
 
+class BenchmarkOptions(Strict):
+    """The benchmark stage: which strategies, how many interleaved rounds, warm-up and timed steps per run."""
+
+    strategies: Annotated[list[Literal[STRATEGY_NAMES]], Field(min_length=1)]  # type: ignore[valid-type]
+    rounds: Annotated[int, Field(ge=1)]
+    warmup_steps: Annotated[int, Field(ge=0)]
+    timed_steps: Annotated[int, Field(ge=1)]
+
+    @field_validator("strategies")
+    @classmethod
+    def _each_once(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError(f"{value} lists a strategy twice; list each once")
+        return value
+
+
 class DataSource(Strict):
     """Where a dataset comes from: `download` (official URLs, mirror first) or a local folder."""
 
@@ -77,6 +93,7 @@ class Params(Strict):
     hardware: Hardware
     partition: PartitionOptions
     pipeline: PipelineOptions
+    benchmark: BenchmarkOptions
     scale: str
     scales: Scales  # type: ignore[valid-type]
     data: DataSources  # type: ignore[valid-type]

@@ -1,4 +1,4 @@
-"""Start a training run: in this process, or as N worker processes through torchrun."""
+"""Start work in worker processes: in this process, or N of them through torchrun."""
 
 import logging
 import os
@@ -14,16 +14,29 @@ from parabench.errors import ParabenchError
 log = logging.getLogger("parabench.launch")
 
 
-def torchrun_command(plan: RunPlan, workload_name: str) -> list[str]:
-    """The torchrun (torch.distributed.run) command line that starts this node's workers."""
-    machine = plan.machine
+def worker_command(plan: RunPlan, module: str, args: list[str]) -> list[str]:
+    """The command that runs `python -m module args` as the plan's workers: torchrun when distributed."""
+    if not plan.distributed:
+        return [sys.executable, "-m", module, *args]
     return [
         sys.executable, "-m", "torch.distributed.run",
         "--standalone", "--nnodes=1",
         f"--nproc-per-node={plan.processes_per_node}",
-        f"--max-restarts={machine.max_restarts}",
-        "-m", "parabench.engine.worker", workload_name, plan.role,
+        f"--max-restarts={plan.machine.max_restarts}",
+        "-m", module, *args,
     ]
+
+
+def run_command(plan: RunPlan, command: list[str], what: str) -> None:
+    """Run a worker command with the plan's threads per process; a failure names what failed."""
+    log.info("launching: %s", " ".join(command))
+    env = {**os.environ, "OMP_NUM_THREADS": str(plan.threads)}
+    completed = subprocess.run(command, env=env, check=False)
+    if completed.returncode != 0:
+        raise ParabenchError(
+            f"the {plan.strategy.name} worker(s) of {what} exited with status {completed.returncode}; "
+            "their messages are above."
+        )
 
 
 def train(workload_name: str, role: str) -> None:
@@ -35,12 +48,5 @@ def train(workload_name: str, role: str) -> None:
     if not plan.distributed or launched_by_torchrun():
         run_worker(workload_name, role)
         return
-    command = torchrun_command(plan, workload_name)
-    log.info("launching: %s", " ".join(command))
-    env = {**os.environ, "OMP_NUM_THREADS": str(plan.threads)}
-    completed = subprocess.run(command, env=env, check=False)
-    if completed.returncode != 0:
-        raise ParabenchError(
-            f"torchrun exited with status {completed.returncode}: the {plan.strategy.name} workers of "
-            f"{role}@{workload_name} failed; their messages are above."
-        )
+    run_command(plan, worker_command(plan, "parabench.engine.worker", [workload_name, role]),
+                f"{role}@{workload_name}")

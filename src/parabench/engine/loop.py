@@ -13,6 +13,7 @@ from parabench.engine.batches import shard_batches, steps_per_epoch, training_su
 from parabench.engine.distributed import Process, broadcast_object, gather_objects, sum_across, synchronize
 from parabench.engine.evaluate import accuracy
 from parabench.engine.plan import RunPlan
+from parabench.engine.step import optimizer_step, prepare
 from parabench.engine.timing import StepClock
 from parabench.workloads import LabelledImages
 
@@ -26,6 +27,7 @@ class TrainResult:
     step_durations: list[float]
     steps_per_epoch: int
     resumed_after_epoch: int
+    strategy_details: dict[str, Any]
 
 
 def run_description(plan: RunPlan) -> dict[str, Any]:
@@ -41,18 +43,11 @@ def fit(
     plan: RunPlan, process: Process, train: LabelledImages, test: LabelledImages, checkpoint_path: Path
 ) -> TrainResult:
     """Train for the planned epochs (resuming from a matching checkpoint) and test after each epoch."""
-    settings, workload = plan.settings, plan.workload
+    settings = plan.settings
     train = training_subset(train, settings.train_subset, settings.seed)
-    torch.manual_seed(settings.seed)
-    model = workload.build_model(settings)
     run_id = checkpoint.fingerprint(run_description(plan))
     saved = checkpoint.load(checkpoint_path, run_id, process)
-    if saved:
-        model.load_state_dict(saved["model"])
-    parallel = plan.strategy.apply(model, process, plan.setup)
-    optimizer = torch.optim.SGD(
-        parallel.module.parameters(), lr=plan.lr, momentum=settings.momentum, weight_decay=settings.weight_decay
-    )
+    parallel, optimizer = prepare(plan, process, saved["model"] if saved else None)
     if saved:
         optimizer.load_state_dict(saved["optimizers"][process.rank])
     history: list[dict[str, float]] = saved["history"] if saved else []
@@ -71,10 +66,7 @@ def fit(
         for indices in progress:
             labels = train.labels[indices]
             with clock.step():
-                inputs = workload.to_inputs(train.images[indices].to(parallel.input_device, non_blocking=True))
-                optimizer.zero_grad(set_to_none=True)
-                loss, outputs = parallel.train_step(inputs, labels, workload.loss)
-                optimizer.step()
+                loss, outputs = optimizer_step(plan, parallel, optimizer, train.images[indices], labels)
             if outputs is not None and loss is not None:
                 loss_sum += loss.cpu() * len(labels)
                 correct += (outputs.argmax(dim=1).cpu() == labels).sum()
@@ -106,7 +98,7 @@ def fit(
     if not state:
         state = parallel.full_state_dict()
     return TrainResult(state_dict=state, history=history, step_durations=clock.durations, steps_per_epoch=steps,
-                       resumed_after_epoch=saved["epoch"] if saved else 0)
+                       resumed_after_epoch=saved["epoch"] if saved else 0, strategy_details=dict(parallel.details))
 
 
 def _test_accuracy(plan: RunPlan, state: dict[str, Tensor], test: LabelledImages, process: Process) -> float:

@@ -34,6 +34,7 @@ def summary(plan: RunPlan, result: TrainResult, step_durations: list[float], mem
         "peak_memory_mb": {f"rank{rank}": round(mb, 1) for rank, mb in enumerate(memory_mb)},
         "memory_kind": memory_kind,
         "resumed_after_epoch": result.resumed_after_epoch,
+        "strategy_details": result.strategy_details,
         "environment": describe(plan),
     }
 

@@ -64,16 +64,26 @@ class RunPlan:
         return self.machine.threads_per_process(self.processes_per_node)
 
 
+STRATEGY_KEYS = {"train": "strategy", "reference": "reference.strategy", "benchmark": "benchmark.strategies"}
+
+
 def strategy_key(role: str) -> str:
     """The params.yaml key that picks the strategy of a role."""
-    return "strategy" if role == "train" else "reference.strategy"
+    return STRATEGY_KEYS[role]
 
 
-def make_plan(params: Params, workload_name: str, role: str, machine: Machine | None = None) -> RunPlan:
-    """Resolve one run; raise ConfigError or StrategyUnavailable with the key to change."""
+def make_plan(params: Params, workload_name: str, role: str, machine: Machine | None = None,
+              strategy_name: str | None = None) -> RunPlan:
+    """Resolve one run; raise ConfigError or StrategyUnavailable with the key to change.
+
+    The strategy is the role's (`strategy` for train, `reference.strategy` for reference) unless
+    `strategy_name` names one (the benchmark runs each of its list).
+    """
     machine = machine or resolve(params.hardware)
     _check_machine(machine)
-    strategy = STRATEGIES[params.strategy if role == "train" else params.reference.strategy]
+    if strategy_name is None:
+        strategy_name = params.strategy if role == "train" else params.reference.strategy
+    strategy = STRATEGIES[strategy_name]
     setup = StrategySetup(machine=machine, partition=params.partition, pipeline=params.pipeline)
     settings = params.settings(workload_name)
     replicas = strategy.data_replicas(setup)

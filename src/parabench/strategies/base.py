@@ -65,6 +65,7 @@ class Strategy:
     """One way to train in parallel, with what it needs from the hardware.
 
     processes_per_node: worker processes on each node; torchrun launches them when `distributed` is true.
+    devices_per_node: devices the strategy uses on each node (default: one per process).
     data_parallel: each process is a replica that computes its share of every global batch.
     check(setup, global_batch): raise StrategyUnavailable or ConfigError before any heavy work.
     """
@@ -76,10 +77,16 @@ class Strategy:
     processes_per_node: Callable[[StrategySetup], int] = lambda setup: 1
     data_parallel: bool = False
     check: Callable[[StrategySetup, int], None] = _runs_anywhere
+    devices_per_node: Callable[[StrategySetup], int] | None = None
 
     def processes(self, setup: StrategySetup) -> int:
         """Processes in the whole job."""
         return self.processes_per_node(setup) * (setup.machine.nodes if self.distributed(setup) else 1)
+
+    def devices(self, setup: StrategySetup) -> int:
+        """Devices in the whole job: what scaling efficiency divides by."""
+        per_node = (self.devices_per_node or self.processes_per_node)(setup)
+        return per_node * (setup.machine.nodes if self.distributed(setup) else 1)
 
     def data_replicas(self, setup: StrategySetup) -> int:
         """How many model replicas share each global batch."""
