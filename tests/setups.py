@@ -11,7 +11,8 @@ CPU_PROCESS = Process(rank=0, local_rank=0, world_size=1, device=torch.device("c
 
 
 def cpu_setup(devices: int = 1, split_size: int = 8, engine: str = "inprocess", schedule: str = "gpipe",
-              balance: str = "parameters") -> StrategySetup:
+              balance: str = "parameters", blocks: int = 6, sample_shape: tuple[int, ...] = (8, 1, 12, 12)
+              ) -> StrategySetup:
     """A CPU machine with `devices` (virtual) devices, one thread per process, and the given strategy options."""
     machine = Machine(accelerator="cpu", devices=devices, nodes=1, backend="gloo", cores=1, max_restarts=0,
                       threads_setting=1)
@@ -19,4 +20,6 @@ def cpu_setup(devices: int = 1, split_size: int = 8, engine: str = "inprocess", 
         machine=machine,
         partition=PartitionOptions(balance=balance),
         pipeline=PipelineOptions(engine=engine, split_size=split_size, schedule=schedule),
+        blocks=blocks,
+        sample_shape=sample_shape,
     )

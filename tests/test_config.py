@@ -6,7 +6,7 @@ import torch
 from parabench.config import load_params
 from parabench.engine.hardware import resolve
 from parabench.engine.plan import check_all, make_plan
-from parabench.errors import ConfigError
+from parabench.errors import ConfigError, StrategyUnavailable
 
 
 def test_committed_params_are_valid(base_params, write_params):
@@ -107,3 +107,51 @@ def test_not_yaml(write_params, tmp_path):
     path.write_text("strategy: [unclosed\n")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_params(path)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_dp_without_cuda_stops_and_suggests_ddp(base_params, write_params):
+    base_params["strategy"] = "dp"
+    params = load_params(write_params(base_params))
+    with pytest.raises(StrategyUnavailable, match=r"'dp'.*CUDA.*ddp"):
+        check_all(params)
+
+
+@pytest.mark.parametrize("strategy", ["model_parallel", "pipeline"])
+def test_cut_strategies_need_two_devices(base_params, write_params, strategy):
+    base_params["strategy"] = strategy
+    base_params["hardware"].update(accelerator="cpu", devices=1)
+    with pytest.raises(ConfigError, match=rf"{strategy} needs at least 2 devices \(hardware\.devices\)"):
+        check_all(load_params(write_params(base_params)))
+
+
+def test_more_stages_than_blocks(base_params, write_params):
+    base_params["strategy"] = "model_parallel"
+    base_params["hardware"].update(accelerator="cpu", devices=8)
+    with pytest.raises(ConfigError, match=r"the model has 6 blocks but hardware\.devices asks for 8 stages"):
+        check_all(load_params(write_params(base_params)))
+
+
+def test_split_size_larger_than_the_batch(base_params, write_params):
+    base_params["strategy"] = "pipeline"
+    base_params["pipeline"]["split_size"] = 1000
+    with pytest.raises(ConfigError, match=r"pipeline\.split_size: 1000 is larger than the global batch of 128"):
+        check_all(load_params(write_params(base_params)))
+
+
+def test_split_size_below_one(base_params, write_params):
+    base_params["pipeline"]["split_size"] = 0
+    with pytest.raises(ConfigError, match=r"pipeline\.split_size: 0"):
+        load_params(write_params(base_params))
+
+
+def test_unknown_schedule_lists_the_valid_ones(base_params, write_params):
+    base_params["pipeline"]["schedule"] = "zigzag"
+    with pytest.raises(ConfigError, match=r"pipeline\.schedule: 'zigzag' is not valid; choose one of: 'gpipe' or '1f1b'"):
+        load_params(write_params(base_params))
+
+
+def test_benchmark_lists_each_strategy_once(base_params, write_params):
+    base_params["benchmark"]["strategies"] = ["single", "ddp", "single"]
+    with pytest.raises(ConfigError, match=r"benchmark\.strategies: .*lists a strategy twice"):
+        load_params(write_params(base_params))

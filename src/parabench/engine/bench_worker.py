@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 
 from parabench.cli import stage_main
-from parabench.config import load_params
+from parabench.config import PARAMS_FILE, load_params
 from parabench.engine import distributed
 from parabench.engine.batches import shard_batches, training_subset
 from parabench.engine.memory import memory_kind, peak_memory_mb
@@ -26,9 +26,9 @@ def endless_batches(plan: RunPlan, num_samples: int, shard_index: int, shard_cou
                                  plan.settings.seed, epoch)
 
 
-def run_bench_worker(workload_name: str, strategy_name: str, out: Path) -> None:
+def run_bench_worker(workload_name: str, strategy_name: str, out: Path, params_path: Path) -> None:
     """Time `timed_steps` steps after `warmup_steps`; the slowest rank sets each step's time."""
-    params = load_params()
+    params = load_params(params_path)
     plan = make_plan(params, workload_name, "benchmark", strategy_name=strategy_name)
     torch.set_num_threads(plan.threads)
     process = distributed.start(plan.machine)
@@ -61,8 +61,9 @@ def main() -> None:
     parser.add_argument("workload")
     parser.add_argument("strategy")
     parser.add_argument("out", type=Path)
+    parser.add_argument("--params", type=Path, default=PARAMS_FILE)
     args = parser.parse_args()
-    run_bench_worker(args.workload, args.strategy, args.out)
+    run_bench_worker(args.workload, args.strategy, args.out, args.params)
 
 
 if __name__ == "__main__":

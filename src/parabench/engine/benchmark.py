@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from parabench.config import Params
+from parabench.config import PARAMS_FILE, Params
 from parabench.engine.hardware import resolve
 from parabench.engine.launch import run_command, worker_command
 from parabench.engine.plan import RunPlan, make_plan
@@ -49,8 +49,11 @@ def interleaved(runnable: list[StrategyRuns], round_index: int) -> list[Strategy
     return runnable[shift:] + runnable[:shift]
 
 
-def run_benchmark(params: Params) -> list[StrategyRuns]:
-    """Run every runnable strategy once per round, in rotating order; collect each run's step times."""
+def run_benchmark(params: Params, params_path: Path = PARAMS_FILE) -> list[StrategyRuns]:
+    """Run every runnable strategy once per round, in rotating order; collect each run's step times.
+
+    `params` must be what `params_path` holds: the workers read the file themselves.
+    """
     planned = plan_all(params)
     runnable = [entry for entry in planned if entry.plan is not None]
     with tempfile.TemporaryDirectory(prefix="parabench-bench-") as scratch:
@@ -61,7 +64,7 @@ def run_benchmark(params: Params) -> list[StrategyRuns]:
                 log.info("benchmark round %d/%d: %s on %s", round_index + 1, params.benchmark.rounds,
                          entry.strategy, entry.workload)
                 command = worker_command(entry.plan, "parabench.engine.bench_worker",
-                                         [entry.workload, entry.strategy, str(out)])
+                                         [entry.workload, entry.strategy, str(out), "--params", str(params_path)])
                 run_command(entry.plan, command, f"the benchmark of {entry.strategy} on {entry.workload}")
                 entry.runs.append(read_json(out))
     return planned

@@ -36,7 +36,12 @@ def run_description(plan: RunPlan) -> dict[str, Any]:
     `epochs` is left out on purpose: epoch k does the same work whatever the total (constant learning
     rate, data order seeded per epoch), so a longer run may continue a shorter one's checkpoint.
     """
-    return {**plan.describe(), "settings": plan.settings.model_dump(exclude={"epochs"})}
+    return {
+        **plan.describe(),
+        "settings": plan.settings.model_dump(exclude={"epochs"}),
+        "partition": plan.setup.partition.model_dump(),
+        "pipeline": plan.setup.pipeline.model_dump(),
+    }
 
 
 def fit(
@@ -53,7 +58,7 @@ def fit(
     history: list[dict[str, float]] = saved["history"] if saved else []
     clock = StepClock(process.device, settings.warmup_steps, kept=saved["durations"] if saved else None)
     steps = steps_per_epoch(len(train), plan.global_batch)
-    state: dict[str, Tensor] = {}
+    state: dict[str, Tensor] | None = None  # full_state_dict() may return {} off rank 0
     for epoch in range(len(history), settings.epochs):
         parallel.module.train()
         kept_before = len(clock.durations)
@@ -95,7 +100,7 @@ def fit(
                 "fingerprint": run_id, "epoch": epoch + 1, "model": state, "optimizers": optimizers,
                 "history": history, "durations": clock.durations,
             })
-    if not state:
+    if state is None:
         state = parallel.full_state_dict()
     return TrainResult(state_dict=state, history=history, step_durations=clock.durations, steps_per_epoch=steps,
                        resumed_after_epoch=saved["epoch"] if saved else 0, strategy_details=dict(parallel.details))

@@ -84,8 +84,15 @@ def make_plan(params: Params, workload_name: str, role: str, machine: Machine | 
     if strategy_name is None:
         strategy_name = params.strategy if role == "train" else params.reference.strategy
     strategy = STRATEGIES[strategy_name]
-    setup = StrategySetup(machine=machine, partition=params.partition, pipeline=params.pipeline)
     settings = params.settings(workload_name)
+    workload = WORKLOADS[workload_name]
+    setup = StrategySetup(
+        machine=machine,
+        partition=params.partition,
+        pipeline=params.pipeline,
+        blocks=len(workload.build_model(settings)),
+        sample_shape=(settings.batch_size, *workload.input_shape),
+    )
     replicas = strategy.data_replicas(setup)
     if settings.scaling == "weak":
         global_batch, lr = settings.batch_size * replicas, settings.lr * replicas
@@ -100,7 +107,7 @@ def make_plan(params: Params, workload_name: str, role: str, machine: Machine | 
     strategy.check(setup, global_batch)
     return RunPlan(
         role=role,
-        workload=WORKLOADS[workload_name],
+        workload=workload,
         strategy=strategy,
         setup=setup,
         settings=settings,

@@ -1,8 +1,19 @@
 """The strategy registry: adding a strategy is one file and one line here."""
 
-from parabench.strategies import ddp, single
+from parabench.strategies import allreduce, ddp, dp, fsdp, model_parallel, pipeline, single
 from parabench.strategies.base import Parallelized, Strategy
 
-STRATEGIES: dict[str, Strategy] = {s.name: s for s in (single.STRATEGY, ddp.STRATEGY)}
+STRATEGIES: dict[str, Strategy] = {
+    s.name: s
+    for s in (
+        single.STRATEGY,
+        dp.STRATEGY,
+        ddp.STRATEGY,
+        allreduce.STRATEGY,
+        model_parallel.STRATEGY,
+        pipeline.STRATEGY,
+        fsdp.STRATEGY,
+    )
+}
 
 __all__ = ["STRATEGIES", "Parallelized", "Strategy"]

@@ -18,11 +18,14 @@ TrainStep = Callable[[Tensor, Tensor, LossFn], StepResult]
 
 @dataclass(frozen=True)
 class StrategySetup:
-    """What a strategy may read besides the model: the machine and the strategies' params.yaml sections."""
+    """What a strategy may read besides the model: the machine, the strategies' params.yaml sections,
+    how many ordered blocks the model has, and the shape of one step's batch (to time blocks on)."""
 
     machine: Machine
     partition: PartitionOptions
     pipeline: PipelineOptions
+    blocks: int
+    sample_shape: tuple[int, ...]
 
 
 def forward_backward(module: nn.Module) -> TrainStep:

@@ -43,6 +43,7 @@ class Workload:
 
     name: str
     dataset: str
+    input_shape: tuple[int, ...]
     settings_model: type[TrainSettings]
     build_model: Callable[[TrainSettings], nn.Sequential]
     load_data: Callable[[Path], tuple[LabelledImages, LabelledImages]]

@@ -45,6 +45,7 @@ def to_inputs(images: Tensor) -> Tensor:
 WORKLOAD = Workload(
     name="fashion_mnist",
     dataset="fashion_mnist",
+    input_shape=(1, 28, 28),
     settings_model=FashionMnistSettings,
     build_model=build_model,
     load_data=load_data,

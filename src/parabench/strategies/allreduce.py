@@ -1,0 +1,82 @@
+"""`allreduce`: data parallelism written out by hand (d2l's allreduce): broadcast once, then average gradients."""
+
+import torch
+import torch.distributed as dist
+from torch import Tensor, nn
+
+from parabench.engine.distributed import Process
+from parabench.strategies.base import (
+    LossFn, Parallelized, StepResult, Strategy, StrategySetup, TrainStep, forward_backward,
+)
+from parabench.strategies.ddp import check_gpus
+
+BUCKET_BYTES = 25 * 1024 * 1024  # DDP's default bucket_cap_mb: few large messages beat many small ones
+
+
+def broadcast_from_rank0(model: nn.Module) -> None:
+    """Make every replica start from rank 0's parameters and buffers."""
+    for tensor in [*model.parameters(), *model.buffers()]:
+        dist.broadcast(tensor.data, src=0)
+
+
+def buckets(grads: list[Tensor]) -> list[list[Tensor]]:
+    """Consecutive gradients grouped so that each group holds at most BUCKET_BYTES (or one larger gradient)."""
+    groups: list[list[Tensor]] = [[]]
+    size = 0
+    for grad in grads:
+        grad_bytes = grad.numel() * grad.element_size()
+        if groups[-1] and size + grad_bytes > BUCKET_BYTES:
+            groups.append([])
+            size = 0
+        groups[-1].append(grad)
+        size += grad_bytes
+    return groups
+
+
+def average_gradients(model: nn.Module, world_size: int) -> None:
+    """Sum each flat bucket of gradients over all processes, divide by their number, copy back."""
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    for bucket in buckets(grads):
+        flat = torch.cat([grad.reshape(-1) for grad in bucket])
+        dist.all_reduce(flat, op=dist.ReduceOp.SUM)
+        flat /= world_size
+        for grad, averaged in zip(bucket, flat.split([grad.numel() for grad in bucket])):
+            grad.copy_(averaged.view_as(grad))
+
+
+def allreduce_step(model: nn.Module, world_size: int) -> TrainStep:
+    """Forward and backward on this process's shard, then the gradient average."""
+    local_step = forward_backward(model)
+
+    def step(inputs: Tensor, labels: Tensor, loss_fn: LossFn) -> StepResult:
+        result = local_step(inputs, labels, loss_fn)
+        average_gradients(model, world_size)
+        return result
+
+    return step
+
+
+def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Parallelized:
+    """Move the model to this process's device and copy rank 0's weights to every replica."""
+    model = model.to(process.device)
+    broadcast_from_rank0(model)
+    return Parallelized(
+        module=model,
+        input_device=process.device,
+        shard_index=process.rank,
+        shard_count=process.world_size,
+        train_step=allreduce_step(model, process.world_size),
+        full_state_dict=model.state_dict,
+    )
+
+
+STRATEGY = Strategy(
+    name="allreduce",
+    summary="hand-written data parallelism: one process per device, gradients all-reduced in flat buckets "
+            "after backward",
+    apply=apply,
+    distributed=lambda setup: True,
+    processes_per_node=lambda setup: setup.machine.devices,
+    data_parallel=True,
+    check=lambda setup, global_batch: check_gpus("allreduce", setup),
+)

@@ -1,0 +1,46 @@
+"""`dp`: torch.nn.DataParallel, one process splitting each batch over this machine's CUDA GPUs."""
+
+import torch
+from torch import nn
+from torch.nn import DataParallel
+
+from parabench.engine.distributed import Process
+from parabench.errors import StrategyUnavailable
+from parabench.strategies.base import Parallelized, Strategy, StrategySetup, forward_backward
+from parabench.strategies.ddp import check_gpus
+
+
+def check(setup: StrategySetup, global_batch: int) -> None:
+    """DataParallel only runs on CUDA GPUs, and on no more of them than this machine has."""
+    if setup.machine.accelerator != "cuda" or torch.cuda.device_count() == 0:
+        raise StrategyUnavailable(
+            "strategy 'dp' (torch.nn.DataParallel) needs CUDA GPUs and this machine has none; "
+            "use strategy ddp for data parallelism on the CPU."
+        )
+    check_gpus("dp", setup)
+
+
+def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Parallelized:
+    """Put the model on cuda:0; each forward replicates it to every GPU and scatters the batch across them."""
+    devices = setup.machine.devices
+    first_gpu = torch.device("cuda", 0)
+    model = model.to(first_gpu)
+    wrapped = DataParallel(model, device_ids=list(range(devices)))
+    return Parallelized(
+        module=wrapped,
+        input_device=first_gpu,
+        shard_index=0,
+        shard_count=1,
+        train_step=forward_backward(wrapped),
+        full_state_dict=model.state_dict,
+        details={"devices": devices},
+    )
+
+
+STRATEGY = Strategy(
+    name="dp",
+    summary="DataParallel: one process, each batch split over the GPUs and gradients summed on the first",
+    apply=apply,
+    devices_per_node=lambda setup: setup.machine.devices,
+    check=check,
+)

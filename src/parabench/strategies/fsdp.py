@@ -1,0 +1,50 @@
+"""`fsdp`: fully sharded data parallel (FSDP2 `fully_shard`): each process keeps a 1/world share of the weights."""
+
+from torch import Tensor, nn
+from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import fully_shard
+
+from parabench.engine.distributed import Process
+from parabench.strategies.allreduce import broadcast_from_rank0
+from parabench.strategies.base import Parallelized, Strategy, StrategySetup, forward_backward
+from parabench.strategies.ddp import check_gpus
+
+FULL_ON_RANK0 = StateDictOptions(full_state_dict=True, cpu_offload=True)
+
+
+def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Parallelized:
+    """Shard each top-level block, then the root; gradients are reduce-scattered and averaged in backward."""
+    model = model.to(process.device)
+    # fully_shard keeps each rank's slice of its *own* weights: make them rank 0's first, as DDP would.
+    broadcast_from_rank0(model)
+    mesh = init_device_mesh(process.device.type, (process.world_size,))
+    for block in model.children():
+        fully_shard(block, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+
+    def full_state_dict() -> dict[str, Tensor]:
+        """Gather the unsharded weights (a collective) onto rank 0's CPU, under the plain model's keys."""
+        return get_model_state_dict(model, options=FULL_ON_RANK0)
+
+    return Parallelized(
+        module=model,
+        input_device=process.device,
+        shard_index=process.rank,
+        shard_count=process.world_size,
+        train_step=forward_backward(model),
+        full_state_dict=full_state_dict,
+        details={"sharded_blocks": len(list(model.children()))},
+    )
+
+
+STRATEGY = Strategy(
+    name="fsdp",
+    summary="FullyShardedDataParallel (FSDP2): one process per device, parameters sharded across processes, "
+            "gathered per block for compute",
+    apply=apply,
+    distributed=lambda setup: True,
+    processes_per_node=lambda setup: setup.machine.devices,
+    data_parallel=True,
+    check=lambda setup, global_batch: check_gpus("fsdp", setup),
+)

@@ -1,0 +1,85 @@
+"""`model_parallel`: one process, the model's blocks cut into one stage per device, the whole batch at once.
+
+The tutorial's step 2: stage i runs on device i and its activations move on to the next stage's device.
+The cut is balanced by parameter count or by each block's forward+backward time (partition.balance).
+"""
+
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from parabench.engine.distributed import Process
+from parabench.strategies.base import Parallelized, Strategy, StrategySetup, forward_backward
+from parabench.strategies.partition import balance_by_parameters, balance_by_time, cut
+from parabench.strategies.stage_devices import check_stage_devices, devices_virtual, stage_devices
+
+class StagedModel(nn.Module):
+    """The model's blocks cut into stages, stage i on devices[i]; the model itself stays whole and unchanged."""
+
+    def __init__(self, model: nn.Sequential, devices: list[torch.device], sizes: list[int]):
+        super().__init__()
+        self.model = model
+        self.devices = devices
+        self.place(sizes)
+
+    def place(self, sizes: list[int]) -> None:
+        """Cut the model into stages of `sizes` blocks and move each stage to its device."""
+        self.sizes = sizes
+        self.stages = cut(self.model, sizes)
+        for stage, device in zip(self.stages, self.devices):
+            stage.to(device)
+
+    def run_stage(self, index: int, activation: Tensor) -> Tensor:
+        """Stage `index` on its input; its output moves on to the next stage's device, as in the tutorial."""
+        output = self.stages[index](activation)
+        if index + 1 < len(self.stages):
+            output = output.to(self.devices[index + 1], non_blocking=True)
+        return output
+
+    def forward(self, inputs: Tensor) -> Tensor:
+        activation = inputs
+        for index in range(len(self.stages)):
+            activation = self.run_stage(index, activation)
+        return activation
+
+
+def stage_sizes(model: nn.Sequential, setup: StrategySetup, device: torch.device, sample_samples: int
+                ) -> tuple[list[int], str]:
+    """Blocks per stage and how they were balanced: by parameters, or by forward+backward time measured
+    on `device` with a random batch of `sample_samples` samples of the workload's input shape."""
+    stages = setup.machine.devices
+    if setup.partition.balance == "parameters":
+        return balance_by_parameters(model, stages), "parameters"
+    sample = torch.rand((sample_samples, *setup.sample_shape[1:]), device=device)
+    return balance_by_time(model, sample, stages), "time"
+
+
+def staged_parallel(staged: StagedModel, setup: StrategySetup, details: dict[str, Any]) -> Parallelized:
+    """One process drives every stage of `staged`."""
+    details.update(stages=len(staged.devices), cut=staged.sizes, devices_virtual=devices_virtual(setup))
+    return Parallelized(
+        module=staged,
+        input_device=staged.devices[0],
+        shard_index=0,
+        shard_count=1,
+        train_step=forward_backward(staged),
+        full_state_dict=staged.model.state_dict,
+        details=details,
+    )
+
+
+def apply(model: nn.Sequential, process: Process, setup: StrategySetup) -> Parallelized:
+    """Cut the model into hardware.devices stages, one per device; time them on the whole first batch."""
+    devices = stage_devices(setup)
+    sizes, balance = stage_sizes(model, setup, devices[0], setup.sample_shape[0])
+    return staged_parallel(StagedModel(model, devices, sizes), setup, details={"balance": balance})
+
+
+STRATEGY = Strategy(
+    name="model_parallel",
+    summary="model parallelism: the blocks cut into one stage per device, activations moved between them",
+    apply=apply,
+    devices_per_node=lambda setup: setup.machine.devices,
+    check=lambda setup, global_batch: check_stage_devices("model_parallel", setup),
+)

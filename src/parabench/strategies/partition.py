@@ -1,0 +1,105 @@
+"""Cutting a model's ordered blocks into consecutive stages of balanced cost (by parameters or measured time)."""
+
+import copy
+import statistics
+import time
+from collections.abc import Sequence
+from itertools import accumulate
+
+import torch
+from torch import Tensor, nn
+
+from parabench.engine.distributed import synchronize
+from parabench.errors import ConfigError
+
+TIMING_REPEATS = 5
+
+
+def split_costs(costs: Sequence[float], n: int) -> list[int]:
+    """Sizes of `n` contiguous, non-empty groups of `costs` whose largest group sum is as small as possible.
+
+    Exact dynamic programme over (groups, leading items): best[k][j] is the smallest possible largest
+    group when the first j items form k groups.
+    """
+    if not 1 <= n <= len(costs):
+        raise ValueError(f"cannot split {len(costs)} costs into {n} non-empty groups")
+    prefix = list(accumulate(costs, initial=0))
+    items = len(costs)
+    best = [[float("inf")] * (items + 1) for _ in range(n + 1)]
+    last_start = [[0] * (items + 1) for _ in range(n + 1)]
+    best[0][0] = 0
+    for groups in range(1, n + 1):
+        for end in range(groups, items + 1):
+            for start in range(groups - 1, end):
+                largest = max(best[groups - 1][start], prefix[end] - prefix[start])
+                if largest < best[groups][end]:
+                    best[groups][end], last_start[groups][end] = largest, start
+    sizes, end = [], items
+    for groups in range(n, 0, -1):
+        start = last_start[groups][end]
+        sizes.append(end - start)
+        end = start
+    return sizes[::-1]
+
+
+def require_blocks(model: nn.Sequential, n: int) -> None:
+    """Every stage needs at least one block."""
+    if n > len(model):
+        raise ConfigError(
+            f"cannot cut the model into {n} stages: the model has {len(model)} blocks but hardware.devices asks "
+            f"for {n} stages; lower hardware.devices to at most {len(model)}."
+        )
+
+
+def balance_by_parameters(model: nn.Sequential, n: int) -> list[int]:
+    """Blocks per stage such that the largest stage holds as few parameters as possible."""
+    require_blocks(model, n)
+    return split_costs([sum(p.numel() for p in block.parameters()) for block in model], n)
+
+
+def block_times(model: nn.Sequential, sample_inputs: Tensor, repeats: int = TIMING_REPEATS) -> list[float]:
+    """Median forward+backward seconds of each block on `sample_inputs`'s device, as torchgpipe measures them.
+
+    Each block runs as a copy on that device, one block at a time (a sandbox: the model's weights,
+    gradients and BatchNorm statistics are untouched), once untimed to warm up, then `repeats` times;
+    each block's input is the previous block's output.
+    """
+    device = sample_inputs.device
+    medians: list[float] = []
+    activation = sample_inputs
+    for block in model:
+        sandbox = copy.deepcopy(block).to(device)
+        durations = [_forward_backward_seconds(sandbox, activation) for _ in range(1 + repeats)][1:]
+        medians.append(statistics.median(durations))
+        with torch.no_grad():
+            activation = sandbox(activation)
+    return medians
+
+
+def _forward_backward_seconds(block: nn.Module, inputs: Tensor) -> float:
+    """Wall time of one forward and backward of `block`, its device's queue drained before both clock reads."""
+    inputs = inputs.detach().requires_grad_(inputs.is_floating_point())
+    synchronize(inputs.device)
+    started = time.perf_counter()
+    output = block(inputs)
+    output.backward(torch.ones_like(output))
+    synchronize(inputs.device)
+    return time.perf_counter() - started
+
+
+def balance_by_time(model: nn.Sequential, sample_inputs: Tensor, n: int) -> list[int]:
+    """Blocks per stage such that the slowest stage's forward+backward time on the sample is smallest."""
+    require_blocks(model, n)
+    return split_costs(block_times(model, sample_inputs), n)
+
+
+def cut(model: nn.Sequential, sizes: Sequence[int]) -> list[nn.Sequential]:
+    """Stage i holds the next sizes[i] blocks: the model's own block objects under their own keys.
+
+    A slice of an nn.Sequential keeps the blocks' names, so each stage's state_dict already uses the
+    whole model's keys ("4.0.conv1.weight"), and the stages' state dicts together are the model's.
+    """
+    if sum(sizes) != len(model) or min(sizes) < 1:
+        raise ValueError(f"the cut {list(sizes)} does not split the model's {len(model)} blocks into non-empty stages")
+    starts = accumulate(sizes, initial=0)
+    return [model[start:start + size] for start, size in zip(starts, sizes)]

@@ -1,0 +1,168 @@
+"""`pipeline`: the model parallel stages fed micro-batches of pipeline.split_size, in one process or one per stage.
+
+engine inprocess: the tutorial's pipelining; one process drives every stage, and while micro-batch i runs
+on stage k, micro-batch i+1 runs on stage k-1 (on CUDA the devices overlap through asynchronous kernels).
+engine distributed: one process per stage under torchrun, torch.distributed.pipelining's GPipe or 1F1B
+schedule sending activations and gradients between them.
+BatchNorm normalises each micro-batch with its own statistics: in training mode this is not the
+computation of `single` on the whole batch (with frozen BatchNorm it is, up to float rounding).
+"""
+
+from dataclasses import replace
+from math import ceil
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+
+from parabench.engine.distributed import Process, broadcast_object, gather_objects
+from parabench.errors import ConfigError
+from parabench.strategies.base import LossFn, Parallelized, StepResult, Strategy, StrategySetup, TrainStep
+from parabench.strategies.model_parallel import StagedModel, stage_sizes, staged_parallel
+from parabench.strategies.partition import cut
+from parabench.strategies.stage_devices import check_stage_devices, devices_virtual, stage_devices
+
+SCHEDULES = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}
+BATCHNORM = "statistics per micro-batch"
+
+
+class MicroBatchPipeline(StagedModel):
+    """Staged model whose forward runs micro-batches through the stages in the tutorial's interleaved order."""
+
+    def __init__(self, model: nn.Sequential, devices: list[torch.device], sizes: list[int], split_size: int):
+        super().__init__(model, devices, sizes)
+        self.split_size = split_size
+
+    def forward(self, inputs: Tensor) -> Tensor:
+        """At clock tick t, stage k runs micro-batch t-k, last stage first; the outputs are concatenated."""
+        activations = list(inputs.split(self.split_size))
+        stages = len(self.stages)
+        for tick in range(len(activations) + stages - 1):
+            for index in reversed(range(stages)):
+                micro_batch = tick - index
+                if 0 <= micro_batch < len(activations):
+                    activations[micro_batch] = self.run_stage(index, activations[micro_batch])
+        return torch.cat(activations)
+
+
+def counting_micro_batches(step: TrainStep, split_size: int, details: dict[str, Any]) -> TrainStep:
+    """Record how many micro-batches each batch makes (the batch is known only when it arrives)."""
+
+    def counted(inputs: Tensor, labels: Tensor, loss_fn: LossFn) -> StepResult:
+        details["micro_batches"] = ceil(len(labels) / split_size)
+        return step(inputs, labels, loss_fn)
+
+    return counted
+
+
+def apply_inprocess(model: nn.Sequential, setup: StrategySetup) -> Parallelized:
+    """model_parallel's stages with a micro-batched forward; balance by time on the first micro-batch."""
+    devices, split_size = stage_devices(setup), setup.pipeline.split_size
+    sizes, balance = stage_sizes(model, setup, devices[0], split_size)
+    staged = MicroBatchPipeline(model, devices, sizes, split_size)
+    details = {"engine": "inprocess", "split_size": split_size, "balance": balance, "batchnorm": BATCHNORM}
+    parallel = staged_parallel(staged, setup, details=details)
+    return replace(parallel, train_step=counting_micro_batches(parallel.train_step, split_size, details))
+
+
+def scheduled_step(stage: PipelineStage, schedule_name: str, split_size: int, details: dict[str, Any]) -> TrainStep:
+    """A train step through the schedule, built on the first batch (its size fixes the micro-batch count).
+
+    Every rank receives the same global batch: the first stage feeds the inputs, the last computes one
+    mean loss per micro-batch; the schedule divides the accumulated gradients by the micro-batch count
+    (scale_grads), so they are those of the mean loss over the whole batch.
+    """
+    schedule: ScheduleGPipe | Schedule1F1B | None = None
+
+    def step(inputs: Tensor, labels: Tensor, loss_fn: LossFn) -> StepResult:
+        nonlocal schedule
+        if schedule is None:
+            details["micro_batches"] = len(labels) // split_size
+            schedule = SCHEDULES[schedule_name](stage, details["micro_batches"], loss_fn=loss_fn)
+        stage_inputs = (inputs,) if stage.is_first else ()
+        if not stage.is_last:
+            schedule.step(*stage_inputs)
+            return None, None
+        losses: list[Tensor] = []
+        outputs = schedule.step(*stage_inputs, target=labels.to(stage.device), losses=losses)
+        return torch.stack(losses).mean().detach(), outputs.detach()
+
+    return step
+
+
+def gathered_state_dict(stage: nn.Sequential) -> dict[str, Tensor]:
+    """Every rank's stage state (CPU copies, the whole model's keys), merged in stage order on every rank."""
+    merged: dict[str, Tensor] = {}
+    for part in gather_objects({name: value.detach().cpu() for name, value in stage.state_dict().items()}):
+        merged.update(part)  # type: ignore[call-overload]
+    return merged
+
+
+def apply_distributed(model: nn.Sequential, process: Process, setup: StrategySetup) -> Parallelized:
+    """This rank builds its own stage (stage index = rank) and steps the pipeline schedule with the others.
+
+    Every rank receives the global batch; only the first stage reads the inputs, so only it moves them
+    to its device. Every rank cuts the model as rank 0 measured it.
+    """
+    sizes, balance = stage_sizes(model, setup, process.device, setup.pipeline.split_size)
+    sizes = broadcast_object(sizes)  # rank 0's measurement: every rank must cut the same way
+    submodule = cut(model, sizes)[process.rank].to(process.device)
+    stage = PipelineStage(submodule, process.rank, process.world_size, process.device)
+    schedule_name, split_size = setup.pipeline.schedule, setup.pipeline.split_size
+    details = {"engine": "distributed", "schedule": schedule_name, "split_size": split_size, "stages": len(sizes),
+               "cut": sizes, "balance": balance, "devices_virtual": devices_virtual(setup), "batchnorm": BATCHNORM}
+    return Parallelized(
+        module=submodule,
+        input_device=process.device if stage.is_first else torch.device("cpu"),
+        shard_index=0,
+        shard_count=1,
+        train_step=scheduled_step(stage, schedule_name, split_size, details),
+        full_state_dict=lambda: gathered_state_dict(submodule),
+        details=details,
+    )
+
+
+def apply(model: nn.Sequential, process: Process, setup: StrategySetup) -> Parallelized:
+    """Build the engine that pipeline.engine names."""
+    if setup.pipeline.engine == "distributed":
+        return apply_distributed(model, process, setup)
+    return apply_inprocess(model, setup)
+
+
+def check(setup: StrategySetup, global_batch: int) -> None:
+    """Stages need devices; micro-batches need a batch to split, equal ones for the distributed schedules."""
+    check_stage_devices("pipeline", setup)
+    split_size, stages = setup.pipeline.split_size, setup.machine.devices
+    if split_size > global_batch:
+        raise ConfigError(
+            f"pipeline.split_size: {split_size} is larger than the global batch of {global_batch} samples, so "
+            f"there is nothing to pipeline; set pipeline.split_size to at most {global_batch}."
+        )
+    if setup.pipeline.engine != "distributed":
+        return
+    if global_batch % split_size:
+        divisor = max(d for d in range(1, split_size + 1) if global_batch % d == 0)
+        raise ConfigError(
+            f"pipeline.split_size: {split_size} does not divide the global batch of {global_batch} samples, but "
+            f"the distributed engine's schedules need equal micro-batches; set pipeline.split_size to a divisor "
+            f"of {global_batch} (e.g. {divisor}) or use pipeline.engine: inprocess."
+        )
+    if setup.pipeline.schedule == "1f1b" and global_batch // split_size < stages:
+        raise ConfigError(
+            f"pipeline.schedule: '1f1b' needs at least as many micro-batches as stages, but the global batch of "
+            f"{global_batch} in micro-batches of pipeline.split_size {split_size} makes "
+            f"{global_batch // split_size} for {stages} stages; set pipeline.split_size to at most "
+            f"{global_batch // stages} or pipeline.schedule to gpipe."
+        )
+
+
+STRATEGY = Strategy(
+    name="pipeline",
+    summary="pipelining: model parallel stages fed micro-batches, in one process or one per stage (torchrun)",
+    apply=apply,
+    distributed=lambda setup: setup.pipeline.engine == "distributed",
+    processes_per_node=lambda setup: setup.machine.devices if setup.pipeline.engine == "distributed" else 1,
+    devices_per_node=lambda setup: setup.machine.devices,
+    check=check,
+)

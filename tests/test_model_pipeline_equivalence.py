@@ -1,0 +1,216 @@
+"""model_parallel and pipeline against `single`: the same model, seed and batch give the same numbers.
+
+model_parallel computes exactly what `single` computes, BatchNorm included (whole batch at once).
+pipeline, honestly: BatchNorm in training mode normalises each micro-batch with its own statistics, so
+it is *not* `single` on the whole batch. We prove two exact statements instead of one vague one:
+  1. with BatchNorm frozen (eval mode), pipeline equals `single` on the whole batch;
+  2. with BatchNorm training, pipeline equals `single` run micro-batch by micro-batch ("ghost batches",
+     outputs concatenated, one mean loss), and differs measurably from `single` on the whole batch.
+Tolerances: outputs and gradients within rtol 1e-5, atol 1e-6 (the same float operations, regrouped);
+parameters after one SGD step (lr 0.1) within rtol 1e-4, atol 1e-6, as in the DDP test. The distributed
+engine runs in 2 real gloo processes; on the CPU its 2 devices are virtual.
+"""
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from parabench.engine.distributed import Process
+from parabench.errors import ConfigError, StrategyUnavailable
+from parabench.models.resnet import d2l_resnet18
+from parabench.strategies import single
+from parabench.strategies.base import Parallelized, Strategy, StrategySetup
+from parabench.strategies.model_parallel import STRATEGY as MODEL_PARALLEL
+from parabench.strategies.pipeline import STRATEGY as PIPELINE
+from parabench.strategies.stage_devices import stage_devices
+from tests.multiprocess import run_ranks
+from tests.setups import CPU_PROCESS, cpu_setup
+
+BATCH, STAGES, LR = 8, 2, 0.1
+RTOL, ATOL = 1e-5, 1e-6
+STATE_RTOL, STATE_ATOL = 1e-4, 1e-6
+# (schedule, split_size, BatchNorm training): 1F1B at its steady state, GPipe with the fewest micro-batches.
+DISTRIBUTED_CASES = [("gpipe", 4, False), ("1f1b", 2, False), ("1f1b", 2, True)]
+
+Gradients = dict[str, Tensor]
+
+
+def make_data() -> tuple[Tensor, Tensor]:
+    generator = torch.Generator().manual_seed(1)
+    return torch.rand(BATCH, 1, 12, 12, generator=generator), torch.randint(0, 10, (BATCH,), generator=generator)
+
+
+def make_model() -> nn.Sequential:
+    torch.manual_seed(0)
+    return d2l_resnet18(10, in_channels=1, width=4)
+
+
+def step_through(strategy: Strategy, setup: StrategySetup, batchnorm_training: bool
+                 ) -> tuple[Parallelized, Tensor, Tensor, Gradients]:
+    """One forward and backward of the strategy on the batch: (parallel, loss, outputs, gradients by name)."""
+    model = make_model()
+    parallel = strategy.apply(model, CPU_PROCESS, setup)
+    parallel.module.train(batchnorm_training)
+    images, labels = make_data()
+    loss, outputs = parallel.train_step(images, labels, F.cross_entropy)
+    return parallel, loss, outputs, {name: p.grad for name, p in model.named_parameters()}
+
+
+def ghost_batches(split_size: int, batchnorm_training: bool) -> tuple[Tensor, Gradients]:
+    """`single` fed micro-batch by micro-batch: outputs concatenated, one mean loss over the batch."""
+    model = make_model().train(batchnorm_training)
+    images, labels = make_data()
+    outputs = torch.cat([model(part) for part in images.split(split_size)])
+    F.cross_entropy(outputs, labels).backward()
+    return outputs.detach(), {name: p.grad for name, p in model.named_parameters()}
+
+
+def assert_same(a: dict[str, Tensor], b: dict[str, Tensor], rtol: float = RTOL, atol: float = ATOL) -> None:
+    assert a.keys() == b.keys()
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], rtol=rtol, atol=atol, msg=lambda m: f"{name}: {m}")
+
+
+def max_difference(a: dict[str, Tensor], b: dict[str, Tensor]) -> float:
+    return max((a[name].float() - b[name].float()).abs().max().item() for name in a)
+
+
+@pytest.mark.parametrize("balance", ["parameters", "time"])
+def test_model_parallel_equals_single(balance):
+    parallel, loss, outputs, gradients = step_through(MODEL_PARALLEL, cpu_setup(STAGES, balance=balance), True)
+    _, single_loss, single_outputs, single_gradients = step_through(single.STRATEGY, cpu_setup(), True)
+    torch.testing.assert_close(outputs, single_outputs, rtol=RTOL, atol=ATOL)
+    torch.testing.assert_close(loss, single_loss, rtol=RTOL, atol=ATOL)
+    assert_same(gradients, single_gradients)
+    assert parallel.details == {"stages": STAGES, "cut": parallel.module.sizes, "balance": balance,
+                                "devices_virtual": True}
+    assert parallel.full_state_dict().keys() == make_model().state_dict().keys()
+
+
+@pytest.mark.parametrize(("split_size", "balance"), [(2, "parameters"), (3, "time")])
+def test_pipeline_inprocess_equals_single_with_frozen_batchnorm(split_size, balance):
+    setup = cpu_setup(STAGES, split_size=split_size, balance=balance)
+    parallel, loss, outputs, gradients = step_through(PIPELINE, setup, batchnorm_training=False)
+    _, single_loss, single_outputs, single_gradients = step_through(single.STRATEGY, cpu_setup(), False)
+    torch.testing.assert_close(outputs, single_outputs, rtol=RTOL, atol=ATOL)
+    torch.testing.assert_close(loss, single_loss, rtol=RTOL, atol=ATOL)
+    assert_same(gradients, single_gradients)
+    assert parallel.details == {
+        "engine": "inprocess", "split_size": split_size, "micro_batches": -(-BATCH // split_size), "stages": STAGES,
+        "cut": parallel.module.sizes, "balance": balance, "devices_virtual": True,
+        "batchnorm": "statistics per micro-batch",
+    }
+
+
+def test_pipeline_inprocess_with_training_batchnorm_is_ghost_batches():
+    _, _, outputs, gradients = step_through(PIPELINE, cpu_setup(STAGES, split_size=2), batchnorm_training=True)
+    ghost_outputs, ghost_gradients = ghost_batches(2, batchnorm_training=True)
+    torch.testing.assert_close(outputs, ghost_outputs, rtol=RTOL, atol=ATOL)
+    assert_same(gradients, ghost_gradients)
+    _, _, _, whole_batch = step_through(single.STRATEGY, cpu_setup(), batchnorm_training=True)
+    assert max_difference(gradients, whole_batch) > 100 * ATOL, "per-micro-batch BatchNorm should differ"
+
+
+def test_cpu_stages_share_the_cpu():
+    assert stage_devices(cpu_setup(3)) == [torch.device("cpu")] * 3
+
+
+@pytest.mark.parametrize("strategy", [MODEL_PARALLEL, PIPELINE])
+def test_fewer_than_two_devices_names_hardware_devices(strategy):
+    with pytest.raises(ConfigError, match=r"needs at least 2 devices \(hardware.devices\)"):
+        strategy.check(cpu_setup(1, split_size=2), BATCH)
+
+
+@pytest.mark.parametrize("strategy", [MODEL_PARALLEL, PIPELINE])
+def test_more_gpus_than_present_is_unavailable(strategy, monkeypatch):
+    setup = cpu_setup(4, split_size=2)
+    cuda_setup = replace(setup, machine=replace(setup.machine, accelerator="cuda"))
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    with pytest.raises(StrategyUnavailable, match="hardware.devices=4"):
+        strategy.check(cuda_setup, BATCH)
+
+
+@pytest.mark.parametrize("engine", ["inprocess", "distributed"])
+def test_split_size_larger_than_the_batch_names_the_key(engine):
+    with pytest.raises(ConfigError, match=r"pipeline.split_size: 16 is larger than the global batch of 8 .* at most 8"):
+        PIPELINE.check(cpu_setup(STAGES, split_size=16, engine=engine), BATCH)
+
+
+def test_distributed_needs_equal_micro_batches():
+    PIPELINE.check(cpu_setup(STAGES, split_size=3, engine="inprocess"), BATCH)
+    with pytest.raises(ConfigError, match=r"pipeline.split_size: 3 does not divide the global batch of 8 .*e.g. 2"):
+        PIPELINE.check(cpu_setup(STAGES, split_size=3, engine="distributed"), BATCH)
+
+
+def test_1f1b_needs_a_micro_batch_per_stage():
+    PIPELINE.check(cpu_setup(STAGES, split_size=8, engine="distributed", schedule="gpipe"), BATCH)
+    with pytest.raises(ConfigError, match=r"pipeline.schedule: '1f1b' .* pipeline.split_size to at most 4"):
+        PIPELINE.check(cpu_setup(STAGES, split_size=8, engine="distributed", schedule="1f1b"), BATCH)
+
+
+@pytest.mark.parametrize("strategy", [MODEL_PARALLEL, PIPELINE])
+def test_more_stages_than_blocks_names_hardware_devices(strategy):
+    with pytest.raises(ConfigError, match="the model has 6 blocks but hardware.devices asks for 8 stages"):
+        strategy.apply(make_model(), CPU_PROCESS, cpu_setup(8, split_size=2))
+
+
+def test_processes_follow_the_engine():
+    assert PIPELINE.processes(cpu_setup(STAGES, engine="distributed")) == STAGES
+    assert PIPELINE.distributed(cpu_setup(STAGES, engine="distributed"))
+    assert PIPELINE.processes(cpu_setup(STAGES, engine="inprocess")) == 1
+    assert not PIPELINE.distributed(cpu_setup(STAGES, engine="inprocess"))
+    assert PIPELINE.devices(cpu_setup(STAGES, engine="inprocess")) == MODEL_PARALLEL.devices(cpu_setup(STAGES)) == 2
+
+
+def distributed_rank(rank: int, world_size: int, out: Path) -> None:
+    """Each case: this rank's stage, one SGD step through the schedule, the gathered state and the outputs."""
+    torch.set_num_threads(1)
+    process = Process(rank, rank, world_size, torch.device("cpu"))
+    for schedule, split_size, batchnorm_training in DISTRIBUTED_CASES:
+        setup = cpu_setup(world_size, split_size=split_size, engine="distributed", schedule=schedule)
+        parallel = PIPELINE.apply(make_model(), process, setup)
+        parallel.module.train(batchnorm_training)
+        optimizer = torch.optim.SGD(parallel.module.parameters(), lr=LR)
+        optimizer.zero_grad()
+        images, labels = make_data()
+        loss, outputs = parallel.train_step(images, labels, F.cross_entropy)
+        optimizer.step()
+        result = {"state": parallel.full_state_dict(), "loss": loss, "outputs": outputs, "details": parallel.details}
+        torch.save(result, out / f"{schedule}-{split_size}-{batchnorm_training}-rank{rank}.pt")
+
+
+def single_after_step(split_size: int, batchnorm_training: bool) -> tuple[dict[str, Tensor], Tensor]:
+    """`single`'s state after one SGD step (ghost batches of split_size when BatchNorm trains), and its outputs."""
+    model = make_model().train(batchnorm_training)
+    images, labels = make_data()
+    parts = images.split(split_size) if batchnorm_training else [images]
+    outputs = torch.cat([model(part) for part in parts])
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    optimizer.zero_grad()
+    F.cross_entropy(outputs, labels).backward()
+    optimizer.step()
+    return {name: value.detach() for name, value in model.state_dict().items()}, outputs.detach()
+
+
+@pytest.mark.slow
+def test_pipeline_distributed_equals_single(tmp_path):
+    run_ranks(STAGES, distributed_rank, tmp_path)
+    for schedule, split_size, batchnorm_training in DISTRIBUTED_CASES:
+        case = f"{schedule}-{split_size}-{batchnorm_training}"
+        first, last = (torch.load(tmp_path / f"{case}-rank{rank}.pt") for rank in range(STAGES))
+        reference, reference_outputs = single_after_step(split_size, batchnorm_training)
+        assert max_difference(first["state"], make_model().state_dict()) > 1e-3, f"{case}: the step changed nothing"
+        assert_same(first["state"], reference, rtol=STATE_RTOL, atol=STATE_ATOL)
+        assert first["loss"] is None and first["outputs"] is None
+        torch.testing.assert_close(last["outputs"], reference_outputs, rtol=RTOL, atol=ATOL)
+        torch.testing.assert_close(last["loss"], F.cross_entropy(reference_outputs, make_data()[1]),
+                                   rtol=RTOL, atol=ATOL)
+        assert last["details"]["micro_batches"] == BATCH // split_size
+        assert last["details"]["schedule"] == schedule and last["details"]["cut"] == [4, 2]
+    trained_batchnorm = torch.load(tmp_path / "1f1b-2-True-rank0.pt")["state"]
+    whole_batch, _ = single_after_step(BATCH, batchnorm_training=True)
+    assert max_difference(trained_batchnorm, whole_batch) > 100 * STATE_ATOL, "per-micro-batch BatchNorm should differ"

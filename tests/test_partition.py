@@ -1,0 +1,102 @@
+"""Cutting the ordered blocks into stages: the exact cost split, the balances, and a cut that keeps the keys."""
+
+import itertools
+
+import pytest
+import torch
+from torch import nn
+
+from parabench.errors import ConfigError
+from parabench.models.resnet import d2l_resnet18
+from parabench.strategies.partition import balance_by_parameters, balance_by_time, cut, split_costs
+
+
+def make_model() -> nn.Sequential:
+    torch.manual_seed(0)
+    return d2l_resnet18(10, in_channels=1, width=4)
+
+
+def largest_group(costs: list[float], sizes: list[int]) -> float:
+    starts = list(itertools.accumulate(sizes, initial=0))
+    return max(sum(costs[start:start + size]) for start, size in zip(starts, sizes))
+
+
+def brute_force_best(costs: list[float], n: int) -> float:
+    """The smallest largest group over every way of cutting `costs` into n contiguous non-empty groups."""
+    best = float("inf")
+    for cuts in itertools.combinations(range(1, len(costs)), n - 1):
+        bounds = (0, *cuts, len(costs))
+        sizes = [end - start for start, end in zip(bounds, bounds[1:])]
+        best = min(best, largest_group(costs, sizes))
+    return best
+
+
+@pytest.mark.parametrize(("costs", "n", "expected"), [
+    ([1, 1, 1, 1], 2, [2, 2]),
+    ([5, 1, 1, 1, 1, 1], 2, [1, 5]),
+    ([1, 2, 3, 4, 5], 3, [3, 1, 1]),
+    ([7, 2, 5, 10, 8], 2, [3, 2]),
+])
+def test_split_costs_on_known_examples(costs, n, expected):
+    assert largest_group(costs, split_costs(costs, n)) == largest_group(costs, expected)
+
+
+def test_split_costs_is_optimal_and_contiguous():
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(200):
+        length = int(torch.randint(1, 8, (1,), generator=generator))
+        costs = torch.randint(0, 20, (length,), generator=generator).tolist()
+        for n in range(1, length + 1):
+            sizes = split_costs(costs, n)
+            assert len(sizes) == n and sum(sizes) == length and min(sizes) >= 1
+            assert largest_group(costs, sizes) == brute_force_best(costs, n), (costs, n, sizes)
+
+
+def test_split_costs_one_group_per_item_and_too_many_groups():
+    assert split_costs([3.0, 1.0, 2.0], 3) == [1, 1, 1]
+    assert split_costs([3.0, 1.0, 2.0], 1) == [3]
+    with pytest.raises(ValueError):
+        split_costs([3.0, 1.0, 2.0], 4)
+
+
+def test_balance_by_parameters_on_the_resnet():
+    sizes = balance_by_parameters(make_model(), 2)
+    assert sum(sizes) == 6 and min(sizes) >= 1
+    assert sizes == [4, 2], "block 4 holds most parameters: it and the head against the rest"
+
+
+def test_more_stages_than_blocks_names_hardware_devices():
+    with pytest.raises(ConfigError, match=r"6 blocks but hardware.devices asks for 8 stages; lower hardware.devices"):
+        balance_by_parameters(make_model(), 8)
+    with pytest.raises(ConfigError, match="hardware.devices"):
+        balance_by_time(make_model(), torch.rand(2, 1, 12, 12), 8)
+
+
+def test_balance_by_time_leaves_the_model_untouched():
+    model = make_model()
+    before = {name: value.clone() for name, value in model.state_dict().items()}
+    sizes = balance_by_time(model, torch.rand(4, 1, 12, 12), 3)
+    assert sum(sizes) == 6 and len(sizes) == 3 and min(sizes) >= 1
+    assert all(p.grad is None for p in model.parameters())
+    for name, value in model.state_dict().items():
+        torch.testing.assert_close(value, before[name], rtol=0, atol=0)
+
+
+def test_cut_keeps_blocks_and_state_dict_keys():
+    model = make_model().eval()
+    stages = cut(model, [2, 3, 1])
+    assert [len(stage) for stage in stages] == [2, 3, 1]
+    assert [block for stage in stages for block in stage] == list(model)
+    assert all(a is b for a, b in zip((block for stage in stages for block in stage), model))
+    merged = {name: value for stage in stages for name, value in stage.state_dict().items()}
+    assert list(merged) == list(model.state_dict())
+    assert all(merged[name].data_ptr() == value.data_ptr() for name, value in model.state_dict().items())
+    inputs = torch.rand(2, 1, 12, 12)
+    torch.testing.assert_close(stages[2](stages[1](stages[0](inputs))), model(inputs))
+
+
+def test_cut_rejects_sizes_that_do_not_cover_the_model():
+    with pytest.raises(ValueError):
+        cut(make_model(), [3, 2])
+    with pytest.raises(ValueError):
+        cut(make_model(), [6, 0])
