@@ -29,7 +29,8 @@ def run(step_seconds: list[float], ranks: int) -> dict:
 def entries() -> list[StrategyRuns]:
     single = StrategyRuns("fashion_mnist", "single", plan_for("single", 2),
                           runs=[run([0.2, 0.2, 0.3], 1), run([0.2, 0.4, 0.2], 1)])
-    ddp = StrategyRuns("fashion_mnist", "ddp", plan_for("ddp", 2), runs=[run([0.1, 0.1, 0.1], 2), run([0.2, 0.1, 0.2], 2)])
+    ddp = StrategyRuns("fashion_mnist", "ddp", plan_for("ddp", 2),
+                       runs=[run([0.1, 0.1, 0.1], 2), run([0.2, 0.1, 0.2], 2)])
     dp = StrategyRuns("fashion_mnist", "dp", None, skipped_reason="needs CUDA; use ddp")
     return [single, ddp, dp]
 

@@ -65,7 +65,7 @@ def test_batch_not_divisible_by_processes(base_params, write_params):
     with pytest.raises(ConfigError) as err:
         check_all(params)
     message = str(err.value)
-    assert "scales.fashion_mnist.quick.batch_size: 128" in message and "3 processes" in message
+    assert "scales.fashion_mnist.quick.batch_size: 128" in message and "3 data-parallel replicas" in message
     assert "strategy=ddp" in message
 
 
@@ -75,7 +75,7 @@ def test_weak_scaling_multiplies_batch_and_lr(base_params, write_params):
     base_params["hardware"].update(accelerator="cpu", devices=2)
     params = load_params(write_params(base_params))
     plan = make_plan(params, "fashion_mnist", "train", resolve(params.hardware))
-    assert (plan.processes, plan.global_batch, plan.batch_per_replica) == (2, 512, 256)
+    assert (plan.processes, plan.replicas, plan.global_batch) == (2, 2, 512)
     assert plan.lr == pytest.approx(0.2)
     reference = make_plan(params, "fashion_mnist", "reference", resolve(params.hardware))
     assert (reference.processes, reference.global_batch, reference.lr) == (1, 256, 0.1)
@@ -147,7 +147,8 @@ def test_split_size_below_one(base_params, write_params):
 
 def test_unknown_schedule_lists_the_valid_ones(base_params, write_params):
     base_params["pipeline"]["schedule"] = "zigzag"
-    with pytest.raises(ConfigError, match=r"pipeline\.schedule: 'zigzag' is not valid; choose one of: 'gpipe' or '1f1b'"):
+    expected = r"pipeline\.schedule: 'zigzag' is not valid; choose one of: 'gpipe' or '1f1b'"
+    with pytest.raises(ConfigError, match=expected):
         load_params(write_params(base_params))
 
 

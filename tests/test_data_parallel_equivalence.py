@@ -142,7 +142,7 @@ def test_dp_refuses_a_machine_without_cuda():
 
 def test_dp_is_one_process_over_all_devices():
     setup = cpu_setup(devices=2)
-    assert (dp.STRATEGY.processes(setup), dp.STRATEGY.devices(setup), dp.STRATEGY.data_replicas(setup)) == (1, 2, 1)
+    assert (dp.STRATEGY.processes(setup), dp.STRATEGY.devices(setup), dp.STRATEGY.data_replicas(setup)) == (1, 2, 2)
 
 
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="DataParallel needs 2 CUDA GPUs")

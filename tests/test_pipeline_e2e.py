@@ -1,4 +1,5 @@
-"""End to end through DVC: `dvc repro` on tiny fixtures, then `dvc exp run -S strategy=ddp` re-runs only what depends on it."""
+"""End to end through DVC: `dvc repro` on tiny fixtures, then `dvc exp run -S strategy=ddp` re-runs only what
+depends on it."""
 
 import json
 import os
@@ -28,7 +29,8 @@ def write_fixture_dataset(folder: Path) -> None:
     generator = np.random.default_rng(0)
     folder.mkdir()
     for prefix, count in (("train", 256), ("t10k", 64)):
-        write_idx(folder / f"{prefix}-images-idx3-ubyte.gz", generator.integers(0, 256, (count, 28, 28), dtype=np.uint8))
+        images = generator.integers(0, 256, (count, 28, 28), dtype=np.uint8)
+        write_idx(folder / f"{prefix}-images-idx3-ubyte.gz", images)
         write_idx(folder / f"{prefix}-labels-idx1-ubyte.gz", generator.integers(0, 10, count, dtype=np.uint8))
 
 

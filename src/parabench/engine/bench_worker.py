@@ -20,9 +20,9 @@ from parabench.paths import prepared_dir
 
 
 def endless_batches(plan: RunPlan, num_samples: int, shard_index: int, shard_count: int) -> Iterator[torch.Tensor]:
-    """This replica's batches, epoch after epoch, as training would draw them."""
+    """This process's share of each global batch, epoch after epoch, as training would draw them."""
     for epoch in itertools.count():
-        yield from shard_batches(num_samples, plan.batch_per_replica, shard_index, shard_count,
+        yield from shard_batches(num_samples, plan.global_batch // shard_count, shard_index, shard_count,
                                  plan.settings.seed, epoch)
 
 

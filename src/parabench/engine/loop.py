@@ -64,7 +64,8 @@ def fit(
         kept_before = len(clock.durations)
         loss_sum, correct, seen = torch.zeros(()), torch.zeros(()), 0
         batches = shard_batches(
-            len(train), plan.batch_per_replica, parallel.shard_index, parallel.shard_count, settings.seed, epoch
+            len(train), plan.global_batch // parallel.shard_count, parallel.shard_index, parallel.shard_count,
+            settings.seed, epoch
         )
         progress = tqdm(batches, total=steps, desc=f"epoch {epoch + 1}/{settings.epochs}",
                         disable=None if process.is_main else True, leave=False)

@@ -27,17 +27,13 @@ class RunPlan:
     global_batch: int
     lr: float
 
-    @property
-    def batch_per_replica(self) -> int:
-        """Samples each replica computes per step."""
-        return self.global_batch // self.replicas
-
     def describe(self) -> dict[str, str | int | float]:
         """The run's identity in plain values: workload, strategy, processes, batch and learning rate."""
         return {
             "workload": self.workload.name,
             "strategy": self.strategy.name,
             "processes": self.processes,
+            "devices": self.strategy.devices(self.setup),
             "replicas": self.replicas,
             "global_batch": self.global_batch,
             "lr": self.lr,
@@ -101,8 +97,9 @@ def make_plan(params: Params, workload_name: str, role: str, machine: Machine | 
         if global_batch % replicas:
             raise ConfigError(
                 f"{PARAMS_FILE}: scales.{workload_name}.{params.scale}.batch_size: {global_batch} does not divide "
-                f"evenly among the {replicas} processes of {strategy_key(role)}={strategy.name}; pick a multiple "
-                f"of {replicas}, change hardware.devices, or set scaling: weak (batch_size per process)."
+                f"evenly among the {replicas} data-parallel replicas of {strategy_key(role)}={strategy.name}; "
+                f"pick a multiple of {replicas}, change hardware.devices, or set scaling: weak (batch_size per "
+                "replica)."
             )
     strategy.check(setup, global_batch)
     return RunPlan(

@@ -4,14 +4,15 @@ from typing import Any
 
 
 def compare(run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str, Any]) -> dict[str, Any]:
-    """speedup = reference train time / train time; efficiency = speedup / processes of the run."""
+    """speedup = reference train time / train time; efficiency = speedup / devices of the run."""
     speedup = reference["train_time_s"] / run["train_time_s"]
     return {
         "strategy": run["strategy"],
         "reference_strategy": reference["strategy"],
         "processes": run["processes"],
+        "devices": run["devices"],
         "speedup": speedup,
-        "scaling_efficiency": speedup / run["processes"],
+        "scaling_efficiency": speedup / run["devices"],
         "train_time_s": run["train_time_s"],
         "reference_train_time_s": reference["train_time_s"],
         "samples_per_s": run["samples_per_s"],

@@ -6,9 +6,9 @@ from torch import Tensor, nn
 
 from parabench.engine.distributed import Process
 from parabench.strategies.base import (
-    LossFn, Parallelized, StepResult, Strategy, StrategySetup, TrainStep, forward_backward,
+    LossFn, Parallelized, StepResult, StrategySetup, TrainStep, forward_backward,
 )
-from parabench.strategies.ddp import check_gpus
+from parabench.strategies.per_device import replica_per_device
 
 BUCKET_BYTES = 25 * 1024 * 1024  # DDP's default bucket_cap_mb: few large messages beat many small ones
 
@@ -70,13 +70,9 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
     )
 
 
-STRATEGY = Strategy(
-    name="allreduce",
-    summary="hand-written data parallelism: one process per device, gradients all-reduced in flat buckets "
-            "after backward",
-    apply=apply,
-    distributed=lambda setup: True,
-    processes_per_node=lambda setup: setup.machine.devices,
-    data_parallel=True,
-    check=lambda setup, global_batch: check_gpus("allreduce", setup),
+STRATEGY = replica_per_device(
+    "allreduce",
+    "hand-written data parallelism: one process per device, gradients all-reduced in flat buckets "
+    "after backward",
+    apply,
 )

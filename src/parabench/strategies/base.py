@@ -69,7 +69,8 @@ class Strategy:
 
     processes_per_node: worker processes on each node; torchrun launches them when `distributed` is true.
     devices_per_node: devices the strategy uses on each node (default: one per process).
-    data_parallel: each process is a replica that computes its share of every global batch.
+    data_parallel: each device holds a replica that computes its share of every global batch (weak scaling
+    multiplies the batch by their number; strong scaling needs the batch to divide among them).
     check(setup, global_batch): raise StrategyUnavailable or ConfigError before any heavy work.
     """
 
@@ -93,4 +94,4 @@ class Strategy:
 
     def data_replicas(self, setup: StrategySetup) -> int:
         """How many model replicas share each global batch."""
-        return self.processes(setup) if self.data_parallel else 1
+        return self.devices(setup) if self.data_parallel else 1

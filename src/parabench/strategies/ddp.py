@@ -1,22 +1,11 @@
 """`ddp`: DistributedDataParallel, one process per device launched by torchrun; gloo on CPU, nccl on CUDA."""
 
-import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from parabench.engine.distributed import Process
-from parabench.errors import StrategyUnavailable
-from parabench.strategies.base import Parallelized, Strategy, StrategySetup, forward_backward
-
-
-def check_gpus(name: str, setup: StrategySetup) -> None:
-    """A one-process-per-GPU strategy needs as many GPUs on this node as hardware.devices says."""
-    machine = setup.machine
-    if machine.accelerator == "cuda" and machine.devices > torch.cuda.device_count():
-        raise StrategyUnavailable(
-            f"strategy '{name}' wants hardware.devices={machine.devices} GPUs per node, "
-            f"but this node has {torch.cuda.device_count()}; lower hardware.devices or set it to auto."
-        )
+from parabench.strategies.base import Parallelized, StrategySetup, forward_backward
+from parabench.strategies.per_device import replica_per_device
 
 
 def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Parallelized:
@@ -34,12 +23,8 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
     )
 
 
-STRATEGY = Strategy(
-    name="ddp",
-    summary="DistributedDataParallel: one process per device, gradients all-reduced in buckets during backward",
-    apply=apply,
-    distributed=lambda setup: True,
-    processes_per_node=lambda setup: setup.machine.devices,
-    data_parallel=True,
-    check=lambda setup, global_batch: check_gpus("ddp", setup),
+STRATEGY = replica_per_device(
+    "ddp",
+    "DistributedDataParallel: one process per device, gradients all-reduced in buckets during backward",
+    apply,
 )

@@ -7,7 +7,7 @@ from torch.nn import DataParallel
 from parabench.engine.distributed import Process
 from parabench.errors import StrategyUnavailable
 from parabench.strategies.base import Parallelized, Strategy, StrategySetup, forward_backward
-from parabench.strategies.ddp import check_gpus
+from parabench.strategies.per_device import check_gpus
 
 
 def check(setup: StrategySetup, global_batch: int) -> None:
@@ -42,5 +42,6 @@ STRATEGY = Strategy(
     summary="DataParallel: one process, each batch split over the GPUs and gradients summed on the first",
     apply=apply,
     devices_per_node=lambda setup: setup.machine.devices,
+    data_parallel=True,
     check=check,
 )

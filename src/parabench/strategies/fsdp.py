@@ -7,8 +7,8 @@ from torch.distributed.fsdp import fully_shard
 
 from parabench.engine.distributed import Process
 from parabench.strategies.allreduce import broadcast_from_rank0
-from parabench.strategies.base import Parallelized, Strategy, StrategySetup, forward_backward
-from parabench.strategies.ddp import check_gpus
+from parabench.strategies.base import Parallelized, StrategySetup, forward_backward
+from parabench.strategies.per_device import replica_per_device
 
 FULL_ON_RANK0 = StateDictOptions(full_state_dict=True, cpu_offload=True)
 
@@ -38,13 +38,9 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
     )
 
 
-STRATEGY = Strategy(
-    name="fsdp",
-    summary="FullyShardedDataParallel (FSDP2): one process per device, parameters sharded across processes, "
-            "gathered per block for compute",
-    apply=apply,
-    distributed=lambda setup: True,
-    processes_per_node=lambda setup: setup.machine.devices,
-    data_parallel=True,
-    check=lambda setup, global_batch: check_gpus("fsdp", setup),
+STRATEGY = replica_per_device(
+    "fsdp",
+    "FullyShardedDataParallel (FSDP2): one process per device, parameters sharded across processes, "
+    "gathered per block for compute",
+    apply,
 )

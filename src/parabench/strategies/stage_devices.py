@@ -4,7 +4,7 @@ import torch
 
 from parabench.errors import ConfigError
 from parabench.strategies.base import StrategySetup
-from parabench.strategies.ddp import check_gpus
+from parabench.strategies.per_device import check_gpus
 
 
 def stage_devices(setup: StrategySetup) -> list[torch.device]:
