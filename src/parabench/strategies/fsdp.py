@@ -1,20 +1,19 @@
 """`fsdp`: fully sharded data parallel (FSDP2 `fully_shard`): each process keeps a 1/world share of the weights."""
 
 from torch import Tensor, nn
-from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
-from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.fsdp import fully_shard
 
 from parabench.engine.distributed import Process
 from parabench.strategies.allreduce import broadcast_from_rank0
 from parabench.strategies.base import Parallelized, StrategySetup, forward_backward
 from parabench.strategies.per_device import replica_per_device
 
-FULL_ON_RANK0 = StateDictOptions(full_state_dict=True, cpu_offload=True)
-
-
 def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Parallelized:
     """Shard each top-level block, then the root; gradients are reduce-scattered and averaged in backward."""
+    # Imported here: torch.distributed.checkpoint costs 0.6 s at the start of every process that imports it.
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
     model = model.to(process.device)
     # fully_shard keeps each rank's slice of its *own* weights: make them rank 0's first, as DDP would.
     broadcast_from_rank0(model)
@@ -25,7 +24,7 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
 
     def full_state_dict() -> dict[str, Tensor]:
         """Gather the unsharded weights (a collective) onto rank 0's CPU, under the plain model's keys."""
-        return get_model_state_dict(model, options=FULL_ON_RANK0)
+        return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
 
     return Parallelized(
         module=model,

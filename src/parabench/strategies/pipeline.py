@@ -12,9 +12,10 @@ from dataclasses import replace
 from math import ceil
 from typing import Any
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch import Tensor, nn
-from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
 from parabench.engine.distributed import Process, broadcast_object, gather_objects
 from parabench.errors import ConfigError
@@ -23,7 +24,9 @@ from parabench.strategies.model_parallel import StagedModel, stage_sizes, staged
 from parabench.strategies.partition import cut
 from parabench.strategies.stage_devices import check_stage_devices, devices_virtual, stage_devices
 
-SCHEDULES = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}
+if TYPE_CHECKING:  # torch.distributed.pipelining costs 0.7 s to import: only the distributed engine loads it
+    from torch.distributed.pipelining import PipelineStage
+    from torch.distributed.pipelining.schedules import PipelineScheduleSingle
 BATCHNORM = "statistics per micro-batch"
 
 
@@ -66,20 +69,23 @@ def apply_inprocess(model: nn.Sequential, setup: StrategySetup) -> Parallelized:
     return replace(parallel, train_step=counting_micro_batches(parallel.train_step, split_size, details))
 
 
-def scheduled_step(stage: PipelineStage, schedule_name: str, split_size: int, details: dict[str, Any]) -> TrainStep:
+def scheduled_step(stage: "PipelineStage", schedule_name: str, split_size: int, details: dict[str, Any]) -> TrainStep:
     """A train step through the schedule, built on the first batch (its size fixes the micro-batch count).
 
     Every rank receives the same global batch: the first stage feeds the inputs, the last computes one
     mean loss per micro-batch; the schedule divides the accumulated gradients by the micro-batch count
     (scale_grads), so they are those of the mean loss over the whole batch.
     """
-    schedule: ScheduleGPipe | Schedule1F1B | None = None
+    from torch.distributed.pipelining import Schedule1F1B, ScheduleGPipe
+
+    schedule_class = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}[schedule_name]
+    schedule: "PipelineScheduleSingle | None" = None
 
     def step(inputs: Tensor, labels: Tensor, loss_fn: LossFn) -> StepResult:
         nonlocal schedule
         if schedule is None:
             details["micro_batches"] = len(labels) // split_size
-            schedule = SCHEDULES[schedule_name](stage, details["micro_batches"], loss_fn=loss_fn)
+            schedule = schedule_class(stage, details["micro_batches"], loss_fn=loss_fn)
         stage_inputs = (inputs,) if stage.is_first else ()
         if not stage.is_last:
             schedule.step(*stage_inputs)
@@ -108,6 +114,8 @@ def apply_distributed(model: nn.Sequential, process: Process, setup: StrategySet
     sizes, balance = stage_sizes(model, setup, process.device, setup.pipeline.split_size)
     sizes = broadcast_object(sizes)  # rank 0's measurement: every rank must cut the same way
     submodule = cut(model, sizes)[process.rank].to(process.device)
+    from torch.distributed.pipelining import PipelineStage
+
     stage = PipelineStage(submodule, process.rank, process.world_size, process.device)
     schedule_name, split_size = setup.pipeline.schedule, setup.pipeline.split_size
     details = {"engine": "distributed", "schedule": schedule_name, "split_size": split_size, "stages": len(sizes),
