@@ -42,9 +42,9 @@ def run_command(plan: RunPlan, command: list[str], what: str) -> None:
 def train(workload_name: str, role: str) -> None:
     """Plan and check the run first, then train it with as many processes as its strategy needs."""
     plan = make_plan(load_params(), workload_name, role)
-    log.info("%s@%s: strategy %s, %d process(es) x %d thread(s), global batch %d, lr %g on %s",
-             role, workload_name, plan.strategy.name, plan.processes, plan.threads, plan.global_batch, plan.lr,
-             plan.machine.accelerator)
+    log.info("%s@%s: strategy %s (%s), %d process(es) x %d thread(s), global batch %d, lr %g on %s",
+             role, workload_name, plan.strategy.name, plan.strategy.summary, plan.processes, plan.threads,
+             plan.global_batch, plan.lr, plan.machine.accelerator)
     if not plan.distributed or launched_by_torchrun():
         run_worker(workload_name, role)
         return
