@@ -1,29 +1,40 @@
-"""Benchmark: parabench's training step (strategy `single`) against a bare PyTorch loop, same model, batch, threads.
+"""Benchmark: parabench's training loop (strategy `single`) against a bare PyTorch loop, same model, batch, threads.
 
-    python benchmarks/loop_overhead.py [--threads 2] [--batch 128] [--width 16] [--steps 30] [--rounds 5]
+    python benchmarks/loop_overhead.py [--threads 2] [--batch 128] [--width 16] [--steps 25] [--rounds 6]
 
-Both loops run in this process on the same prepared Fashion-MNIST batches, alternating which goes first in
-each round; the
-figure is the ratio of median samples/s (goal: parabench >= 0.98x the bare loop).
+parabench's side is the training loop's own pass (`train_pass`: indexing, the strategy's step, the step clock,
+the loss and accuracy totals, the progress bar); the bare side is zero_grad, forward, cross-entropy, backward
+and step, nothing else, on a second copy of the same seeded model. The two run in lockstep in this process: each
+time parabench's loop asks for its next batch, the bare loop first takes one step on that batch. So both see the
+same batches in the same order, noise on this machine hits them alike, and each parabench iteration is timed
+whole, from one request for a batch to the next (the loop's own work between steps counts). On the CPU no device
+queue hides work from the clock. Each round builds both models afresh and leaves its warm-up steps out. The
+figure is the median of the per-step ratios of samples/s, with their quartiles and the lowest and highest
+round's median (goal: parabench >= 0.98x the bare loop). Both models must end with the same parameters: the
+two loops did the same computation.
 """
 
 import argparse
 import dataclasses
 import statistics
 import time
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
+from torch import Tensor, nn
 from torch.nn import functional as F
 
 from parabench.config import Hardware, load_params
+from parabench.engine.batches import shard_batches
 from parabench.engine.distributed import start
 from parabench.engine.hardware import resolve
 from parabench.engine.plan import RunPlan, make_plan
-from parabench.engine.step import optimizer_step, prepare
+from parabench.engine.step import prepare
 from parabench.engine.timing import StepClock
+from parabench.engine.train_pass import train_pass
 from parabench.models.resnet import d2l_resnet18
 from parabench.paths import prepared_dir
-from parabench.workloads import WORKLOADS
+from parabench.workloads import WORKLOADS, LabelledImages
 
 CPU_HARDWARE = Hardware(accelerator="cpu", devices=1, nodes=1, threads="auto", backend="auto", max_restarts=0)
 
@@ -36,28 +47,58 @@ def parabench_plan(batch: int, width: int) -> RunPlan:
     return dataclasses.replace(plan, settings=settings, global_batch=batch, lr=0.1)
 
 
-def time_parabench(plan: RunPlan, batches: list[tuple[torch.Tensor, torch.Tensor]], warmup: int) -> list[float]:
-    process = start(plan.machine)
-    parallel, optimizer = prepare(plan, process)
-    clock = StepClock(process.device, warmup)
-    for images, labels in batches:
-        with clock.step():
-            optimizer_step(plan, parallel, optimizer, images, labels)
-    return clock.durations
+class Lockstep:
+    """parabench's batches, with one bare step run on each before parabench's loop receives it; both timed."""
+
+    def __init__(self, batches: Sequence[Tensor], bare_step: Callable[[Tensor], None]):
+        self.batches = batches
+        self.bare_step = bare_step
+        self.ours: list[float] = []
+        self.bare: list[float] = []
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self) -> Iterator[Tensor]:
+        ours_started = None
+        for indices in self.batches:
+            bare_started = time.perf_counter()
+            if ours_started is not None:
+                self.ours.append(bare_started - ours_started)
+            self.bare_step(indices)
+            ours_started = time.perf_counter()
+            self.bare.append(ours_started - bare_started)
+            yield indices
+        if ours_started is not None:
+            self.ours.append(time.perf_counter() - ours_started)
 
 
-def time_bare(width: int, batches: list[tuple[torch.Tensor, torch.Tensor]], warmup: int) -> list[float]:
-    torch.manual_seed(0)
-    model = d2l_resnet18(10, in_channels=1, width=width)
+def bare_loop_step(model: nn.Module, data: LabelledImages) -> Callable[[Tensor], None]:
+    """The hand-written step around `model`: SGD at lr 0.1, as the parabench plan trains."""
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    durations = []
-    for images, labels in batches:
-        start = time.perf_counter()
+
+    def step(indices: Tensor) -> None:
+        images, labels = data.images[indices], data.labels[indices]
         optimizer.zero_grad(set_to_none=True)
         F.cross_entropy(model(images.float().div_(255.0)), labels).backward()
         optimizer.step()
-        durations.append(time.perf_counter() - start)
-    return durations[warmup:]
+
+    return step
+
+
+def run_round(plan: RunPlan, data: LabelledImages, batches: Sequence[Tensor], warmup: int) -> tuple[Lockstep, float]:
+    """One lockstep pass with fresh models; returns the step times and how far the two models' parameters differ."""
+    process = start(plan.machine)
+    parallel, optimizer = prepare(plan, process)
+    parallel.module.train()
+    torch.manual_seed(plan.settings.seed)
+    bare_model = d2l_resnet18(10, in_channels=1, width=plan.settings.width)
+    lockstep = Lockstep(batches, bare_loop_step(bare_model, data))
+    train_pass(plan, parallel, optimizer, data, lockstep, StepClock(process.device, warmup), progress="parabench")
+    lockstep.ours, lockstep.bare = lockstep.ours[warmup:], lockstep.bare[warmup:]
+    difference = max((ours - bare).abs().max().item()
+                     for ours, bare in zip(parallel.module.parameters(), bare_model.parameters()))
+    return lockstep, difference
 
 
 def main() -> None:
@@ -65,26 +106,27 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--width", type=int, default=16)
-    parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=25, help="timed steps per pass")
+    parser.add_argument("--warmup", type=int, default=3, help="steps per pass left out of its time")
+    parser.add_argument("--rounds", type=int, default=6)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    train, _ = WORKLOADS["fashion_mnist"].load_data(prepared_dir("fashion_mnist"))
-    batches = [(train.images[i : i + args.batch], train.labels[i : i + args.batch])
-               for i in range(0, (args.steps + args.warmup) * args.batch, args.batch)]
+    data, _ = WORKLOADS["fashion_mnist"].load_data(prepared_dir("fashion_mnist"))
+    batches = list(shard_batches(len(data), args.batch, 0, 1, seed=0, epoch=0))[: args.warmup + args.steps]
     plan = parabench_plan(args.batch, args.width)
-    ours, bare = [], []
-    for round_index in range(args.rounds):
-        runs = [lambda: ours.extend(time_parabench(plan, batches, args.warmup)),
-                lambda: bare.extend(time_bare(args.width, batches, args.warmup))]
-        for run in runs if round_index % 2 == 0 else reversed(runs):
-            run()
-    ours_rate, bare_rate = args.batch / statistics.median(ours), args.batch / statistics.median(bare)
-    print(f"threads {args.threads}, batch {args.batch}, width {args.width}, {args.rounds} rounds x {args.steps} steps")
-    print(f"parabench single: {ours_rate:.1f} samples/s (median step {statistics.median(ours) * 1e3:.1f} ms)")
-    print(f"bare PyTorch:     {bare_rate:.1f} samples/s (median step {statistics.median(bare) * 1e3:.1f} ms)")
-    print(f"ratio parabench / bare: {ours_rate / bare_rate:.3f}")
+    rounds = [run_round(plan, data, batches, args.warmup) for _ in range(args.rounds)]
+    ours = [t for lockstep, _ in rounds for t in lockstep.ours]
+    bare = [t for lockstep, _ in rounds for t in lockstep.bare]
+    ratios = [b / o for o, b in zip(ours, bare)]
+    quartiles = statistics.quantiles(ratios, n=4)
+    round_ratios = [statistics.median(lockstep.bare) / statistics.median(lockstep.ours) for lockstep, _ in rounds]
+    print(f"threads {args.threads}, batch {args.batch}, width {args.width}, "
+          f"{args.rounds} rounds x {args.steps} timed steps ({args.warmup} warm-up), in lockstep")
+    print(f"parabench single: {args.batch / statistics.median(ours):.1f} samples/s (median step)")
+    print(f"bare PyTorch:     {args.batch / statistics.median(bare):.1f} samples/s (median step)")
+    print(f"ratio parabench / bare: {statistics.median(ratios):.3f} (steps p25-p75 {quartiles[0]:.3f}-"
+          f"{quartiles[2]:.3f}; rounds {min(round_ratios):.3f}-{max(round_ratios):.3f})")
+    print(f"largest parameter difference between the two models: {max(d for _, d in rounds):.2e}")
 
 
 if __name__ == "__main__":

@@ -4,8 +4,13 @@ import dataclasses
 
 import pytest
 import torch
+from torch.nn import functional as F
 
+from parabench.engine.batches import shard_batches
 from parabench.engine.loop import fit
+from parabench.engine.step import prepare
+from parabench.engine.timing import StepClock
+from parabench.engine.train_pass import train_pass
 from parabench.engine.plan import RunPlan
 from parabench.strategies import STRATEGIES
 from parabench.workloads import WORKLOADS, LabelledImages
@@ -62,3 +67,33 @@ def test_checkpoint_of_another_run_is_ignored(tmp_path, data):
     other = tiny_plan(epochs=1)
     other = dataclasses.replace(other, lr=0.01, settings=other.settings.model_copy(update={"lr": 0.01}))
     assert fit(other, CPU_PROCESS, *data, path).resumed_after_epoch == 0
+
+
+def test_train_pass_is_the_hand_written_loop_with_its_totals(data):
+    """The loop's pass trains exactly as zero_grad/forward/backward/step would, and sums loss and hits right."""
+    torch.set_num_threads(1)
+    plan = tiny_plan(epochs=1)
+    train, _ = data
+    batches = list(shard_batches(len(train), 16, 0, 1, seed=0, epoch=0))
+    parallel, optimizer = prepare(plan, CPU_PROCESS)
+    totals = train_pass(plan, parallel, optimizer, train, batches, StepClock(CPU_PROCESS.device, 0))
+
+    torch.manual_seed(plan.settings.seed)
+    model = plan.workload.build_model(plan.settings)
+    by_hand = torch.optim.SGD(model.parameters(), lr=plan.lr, momentum=plan.settings.momentum)
+    loss_sum, correct = 0.0, 0
+    for indices in batches:
+        images, labels = train.images[indices], train.labels[indices]
+        by_hand.zero_grad()
+        outputs = model(images.float() / 255.0)
+        loss = F.cross_entropy(outputs, labels)
+        loss.backward()
+        by_hand.step()
+        loss_sum += loss.item() * len(labels)
+        correct += (outputs.argmax(dim=1) == labels).sum().item()
+
+    assert totals[2] == len(batches) * 16
+    assert totals[1] == correct
+    assert totals[0] == pytest.approx(loss_sum, rel=1e-6)
+    for ours, hand in zip(parallel.module.parameters(), model.parameters()):
+        torch.testing.assert_close(ours, hand, rtol=0, atol=0)

@@ -1,4 +1,4 @@
-"""One benchmark run: warm-up, then timed optimiser steps of one strategy; rank 0 writes the step times."""
+"""One benchmark run: the training loop's pass, warm-up then timed steps of one strategy; rank 0 writes the times."""
 
 import argparse
 import itertools
@@ -13,8 +13,9 @@ from parabench.engine import distributed
 from parabench.engine.batches import shard_batches, training_subset
 from parabench.engine.memory import memory_kind, peak_memory_mb
 from parabench.engine.plan import RunPlan, make_plan
-from parabench.engine.step import optimizer_step, prepare
+from parabench.engine.step import prepare
 from parabench.engine.timing import StepClock
+from parabench.engine.train_pass import train_pass
 from parabench.io import write_json
 from parabench.paths import prepared_dir
 
@@ -39,9 +40,8 @@ def run_bench_worker(workload_name: str, strategy_name: str, out: Path, params_p
         parallel.module.train()
         clock = StepClock(process.device, params.benchmark.warmup_steps)
         batches = endless_batches(plan, len(train), parallel.shard_index, parallel.shard_count)
-        for indices in itertools.islice(batches, params.benchmark.warmup_steps + params.benchmark.timed_steps):
-            with clock.step():
-                optimizer_step(plan, parallel, optimizer, train.images[indices], train.labels[indices])
+        steps = params.benchmark.warmup_steps + params.benchmark.timed_steps
+        train_pass(plan, parallel, optimizer, train, list(itertools.islice(batches, steps)), clock)
         per_rank = distributed.gather_objects(clock.durations)
         memory = distributed.gather_objects(peak_memory_mb(process.device))
         if process.is_main:

@@ -4,17 +4,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
 from torch import Tensor
 from tqdm import tqdm
 
 from parabench.engine import checkpoint
 from parabench.engine.batches import shard_batches, steps_per_epoch, training_subset
-from parabench.engine.distributed import Process, broadcast_object, gather_objects, sum_across, synchronize
+from parabench.engine.distributed import Process, broadcast_object, gather_objects, sum_across
 from parabench.engine.evaluate import accuracy
 from parabench.engine.plan import RunPlan
-from parabench.engine.step import optimizer_step, prepare
+from parabench.engine.step import prepare
 from parabench.engine.timing import StepClock
+from parabench.engine.train_pass import train_pass
 from parabench.workloads import LabelledImages
 
 
@@ -62,25 +62,14 @@ def fit(
     for epoch in range(len(history), settings.epochs):
         parallel.module.train()
         kept_before = len(clock.durations)
-        loss_sum, correct, seen = torch.zeros(()), torch.zeros(()), 0
-        batches = shard_batches(
+        batches = list(shard_batches(
             len(train), plan.global_batch // parallel.shard_count, parallel.shard_index, parallel.shard_count,
             settings.seed, epoch
-        )
-        progress = tqdm(batches, total=steps, desc=f"epoch {epoch + 1}/{settings.epochs}",
-                        disable=None if process.is_main else True, leave=False)
-        for indices in progress:
-            labels = train.labels[indices]
-            with clock.step():
-                loss, outputs = optimizer_step(plan, parallel, optimizer, train.images[indices], labels)
-            if outputs is not None and loss is not None:
-                loss_sum += loss.cpu() * len(labels)
-                correct += (outputs.argmax(dim=1).cpu() == labels).sum()
-                seen += len(labels)
-        synchronize(process.device)
+        ))
+        totals = train_pass(plan, parallel, optimizer, train, batches, clock,
+                            progress=f"epoch {epoch + 1}/{settings.epochs}" if process.is_main else None)
         epoch_durations = clock.durations[kept_before:]
-        loss_total, correct_total, seen_total = sum_across([loss_sum.item(), correct.item(), float(seen)],
-                                                           process.device)
+        loss_total, correct_total, seen_total = sum_across(totals, process.device)
         state = parallel.full_state_dict()
         test_acc = broadcast_object(_test_accuracy(plan, state, test, process) if process.is_main else None)
         history.append({
