@@ -1,48 +1,125 @@
 """Benchmark: `ddp` with 2 processes x 1 thread against `single` with 1 process x 1 thread, per batch size.
 
-    python benchmarks/scaling.py [--batches 32 64 128] [--width 16] [--rounds 3] [--steps 20]
+    python benchmarks/scaling.py [--batches 32 64 128 256] [--width 16] [--steps 30] [--warmup 3]
 
-Weak scaling: each ddp rank computes `batch` samples per step, as `single` does, so the scaling efficiency
-is ddp samples/s / (2 x single samples/s). Both run through the benchmark stage's own machinery (fresh
-worker processes, warm-up excluded, interleaved rounds), on the prepared Fashion-MNIST data.
+Weak scaling: each ddp rank computes `batch` samples per step, as `single` does, so the scaling efficiency is
+ddp samples/s / (2 x single samples/s) = single step time / ddp step time. Everything runs in lockstep inside
+one torchrun job of 2 processes x 1 thread, through the training loop's own pass. Each step has three phases:
+rank 0 takes a `single` step alone while rank 1 waits in a barrier (its core idle, as when `single` runs by
+itself); both ranks take a `single` step side by side on models of their own, with no communication (the
+ceiling: what two processes sharing this machine's cores, caches and memory can reach at best); both ranks take
+a `ddp` step. So noise on a shared machine hits all three alike, which runs in fresh processes minutes apart
+(the benchmark stage's way) cannot promise. A two-process step lasts as long as its slower rank. Efficiency and
+ceiling are medians over steps of the per-step ratios; efficiency / ceiling is what communication costs.
 """
 
 import argparse
+import itertools
+import os
+import statistics
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
+import torch
+import torch.distributed as dist
 import yaml
 
 from parabench.config import PARAMS_FILE, load_params
-from parabench.engine.benchmark import run_benchmark
-from parabench.report.benchmark import summarize_benchmark
+from parabench.engine.batches import shard_batches
+from parabench.engine.distributed import gather_objects, start, stop
+from parabench.engine.plan import make_plan
+from parabench.engine.step import prepare
+from parabench.engine.timing import StepClock
+from parabench.engine.train_pass import train_pass
+from parabench.io import read_json, write_json
+from parabench.paths import prepared_dir
+
+WORKLOAD = "fashion_mnist"
 
 
-def params_for(batch: int, width: int, rounds: int, steps: int) -> dict:
-    """params.yaml, changed to 1 thread per process, 2 devices, weak scaling at `batch` per process."""
+def params_for(batch: int, width: int) -> dict:
+    """params.yaml, changed to 1 thread per process on 2 CPU devices, weak scaling at `batch` per process."""
     params = yaml.safe_load(PARAMS_FILE.read_text())
     params["hardware"].update(accelerator="cpu", devices=2, threads=1)
-    params["benchmark"].update(strategies=["single", "ddp"], rounds=rounds, warmup_steps=3, timed_steps=steps)
-    params["scales"]["fashion_mnist"][params["scale"]].update(batch_size=batch, width=width, scaling="weak")
+    params["scales"][WORKLOAD][params["scale"]].update(batch_size=batch, width=width, scaling="weak")
     return params
+
+
+def run_worker(params_path: Path, steps: int, warmup: int, out: Path) -> None:
+    """Inside torchrun, per step: `single` on rank 0 alone, then `single` on both ranks at once, then `ddp`."""
+    params = load_params(params_path)
+    ddp_plan = make_plan(params, WORKLOAD, "benchmark", strategy_name="ddp")
+    single_plan = make_plan(params, WORKLOAD, "benchmark", strategy_name="single")
+    torch.set_num_threads(ddp_plan.threads)
+    process = start(ddp_plan.machine)
+    try:
+        data, _ = ddp_plan.workload.load_data(prepared_dir(ddp_plan.workload.dataset))
+        batch, seed = ddp_plan.settings.batch_size, ddp_plan.settings.seed
+        shard = list(itertools.islice(
+            shard_batches(len(data), batch, process.rank, process.world_size, seed, epoch=0), warmup + steps))
+        whole = list(itertools.islice(shard_batches(len(data), batch, 0, 1, seed, epoch=0), warmup + steps))
+        runs = {name: (plan, *prepare(plan, process), StepClock(process.device, warmup))
+                for name, plan in [("alone", single_plan), ("side_by_side", single_plan), ("ddp", ddp_plan)]}
+
+        def step(name: str, indices: torch.Tensor) -> None:
+            plan, parallel, optimizer, clock = runs[name]
+            train_pass(plan, parallel, optimizer, data, [indices], clock)
+
+        for shard_batch, whole_batch in zip(shard, whole):
+            if process.is_main:
+                step("alone", whole_batch)
+            dist.barrier()
+            step("side_by_side", shard_batch)
+            dist.barrier()
+            step("ddp", shard_batch)
+        slowest = {name: [max(ranks) for ranks in zip(*gather_objects(runs[name][3].durations))]
+                   for name in ["side_by_side", "ddp"]}
+        if process.is_main:
+            write_json(out, {"alone": runs["alone"][3].durations, **slowest})
+    finally:
+        stop()
+
+
+def measure(batch: int, width: int, steps: int, warmup: int) -> dict[str, list[float]]:
+    """Launch the 2-process lockstep job for one batch size; its step times."""
+    with tempfile.TemporaryDirectory(prefix="parabench-scaling-") as scratch:
+        params_path, out = Path(scratch) / "params.yaml", Path(scratch) / "steps.json"
+        params_path.write_text(yaml.safe_dump(params_for(batch, width)))
+        command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1", "--nproc-per-node=2",
+                   __file__, "--worker", str(params_path), "--steps", str(steps), "--warmup", str(warmup),
+                   "--out", str(out)]
+        subprocess.run(command, env={**os.environ, "OMP_NUM_THREADS": "1"}, check=True)
+        return read_json(out)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--batches", type=int, nargs="+", default=[32, 64, 128])
+    parser.add_argument("--batches", type=int, nargs="+", default=[32, 64, 128, 256])
     parser.add_argument("--width", type=int, default=16)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=30, help="timed step pairs per batch size")
+    parser.add_argument("--warmup", type=int, default=3, help="step pairs left out of the timing")
+    parser.add_argument("--worker", type=Path, metavar="PARAMS", help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    print("batch/rank  single 1x1 samples/s  ddp 2x1 samples/s  (slowest-fastest round)  efficiency")
+    if args.worker:
+        run_worker(args.worker, args.steps, args.warmup, args.out)
+        return
+    rows = []
     for batch in args.batches:
-        with tempfile.TemporaryDirectory() as scratch:
-            path = Path(scratch) / "params.yaml"
-            path.write_text(yaml.safe_dump(params_for(batch, args.width, args.rounds, args.steps)))
-            results = summarize_benchmark(run_benchmark(load_params(path), path))["fashion_mnist"]
-        single, ddp = results["single"], results["ddp"]
-        print(f"{batch:10d}  {single['samples_per_s']:20.1f}  {ddp['samples_per_s']:17.1f}  "
-              f"({ddp['samples_per_s_min']:.0f}-{ddp['samples_per_s_max']:.0f})  {ddp['scaling_efficiency']:10.3f}")
+        times = measure(batch, args.width, args.steps, args.warmup)
+        rates = {name: (batch if name == "alone" else 2 * batch) / statistics.median(durations)
+                 for name, durations in times.items()}
+        ceiling = statistics.median(alone / both for alone, both in zip(times["alone"], times["side_by_side"]))
+        efficiency = [alone / ddp for alone, ddp in zip(times["alone"], times["ddp"])]
+        quartiles = statistics.quantiles(efficiency, n=4)
+        rows.append(f"{batch:10d}  {rates['alone']:11.1f}  {rates['side_by_side']:13.1f}  {rates['ddp']:9.1f}  "
+                    f"{ceiling:7.3f}  {statistics.median(efficiency):10.3f} ({quartiles[0]:.3f}-{quartiles[2]:.3f})")
+    print(f"torch {torch.__version__}, width {args.width}, {args.steps} timed steps ({args.warmup} warm-up), "
+          "in lockstep; samples/s from median step times")
+    print("batch/rank  single 1x1  2 x single 1x1  ddp 2x1  ceiling  efficiency (p25-p75)")
+    print("\n".join(rows))
 
 
 if __name__ == "__main__":
