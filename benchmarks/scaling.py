@@ -1,16 +1,18 @@
-"""Benchmark: `ddp` with 2 processes x 1 thread against `single` with 1 process x 1 thread, per batch size.
+"""Benchmark: `ddp` and `allreduce` with 2 processes x 1 thread against `single` with 1 x 1, per batch size.
 
     python benchmarks/scaling.py [--batches 32 64 128 256] [--width 16] [--steps 30] [--warmup 3]
 
-Weak scaling: each ddp rank computes `batch` samples per step, as `single` does, so the scaling efficiency is
+Weak scaling: each rank computes `batch` samples per step, as `single` does, so the scaling efficiency is
 ddp samples/s / (2 x single samples/s) = single step time / ddp step time. Everything runs in lockstep inside
-one torchrun job of 2 processes x 1 thread, through the training loop's own pass. Each step has three phases:
+one torchrun job of 2 processes x 1 thread, through the training loop's own pass. Each step has four phases:
 rank 0 takes a `single` step alone while rank 1 waits in a barrier (its core idle, as when `single` runs by
 itself); both ranks take a `single` step side by side on models of their own, with no communication (the
-ceiling: what two processes sharing this machine's cores, caches and memory can reach at best); both ranks take
-a `ddp` step. So noise on a shared machine hits all three alike, which runs in fresh processes minutes apart
-(the benchmark stage's way) cannot promise. A two-process step lasts as long as its slower rank. Efficiency and
-ceiling are medians over steps of the per-step ratios; efficiency / ceiling is what communication costs.
+ceiling: what two processes sharing this machine's cores, caches and memory can reach at best); both take a
+`ddp` step (gradients all-reduced in buckets while backward runs); both take an `allreduce` step (the same
+all-reduce after backward, no overlap). So noise on a shared machine hits all four alike, which runs in fresh
+processes minutes apart (the benchmark stage's way) cannot promise. A two-process step lasts as long as its
+slower rank. Efficiencies and the ceiling are medians over steps of the per-step ratios; efficiency / ceiling
+is what communication costs.
 """
 
 import argparse
@@ -47,11 +49,15 @@ def params_for(batch: int, width: int) -> dict:
     return params
 
 
+PHASES = ["alone", "side_by_side", "ddp", "allreduce"]
+
+
 def run_worker(params_path: Path, steps: int, warmup: int, out: Path) -> None:
-    """Inside torchrun, per step: `single` on rank 0 alone, then `single` on both ranks at once, then `ddp`."""
+    """Inside torchrun, per step: `single` on rank 0 alone, `single` on both ranks, `ddp`, then `allreduce`."""
     params = load_params(params_path)
-    ddp_plan = make_plan(params, WORKLOAD, "benchmark", strategy_name="ddp")
-    single_plan = make_plan(params, WORKLOAD, "benchmark", strategy_name="single")
+    plans = {name: make_plan(params, WORKLOAD, "benchmark", strategy_name=strategy)
+             for name, strategy in zip(PHASES, ["single", "single", "ddp", "allreduce"])}
+    ddp_plan = plans["ddp"]
     torch.set_num_threads(ddp_plan.threads)
     process = start(ddp_plan.machine)
     try:
@@ -61,7 +67,7 @@ def run_worker(params_path: Path, steps: int, warmup: int, out: Path) -> None:
             shard_batches(len(data), batch, process.rank, process.world_size, seed, epoch=0), warmup + steps))
         whole = list(itertools.islice(shard_batches(len(data), batch, 0, 1, seed, epoch=0), warmup + steps))
         runs = {name: (plan, *prepare(plan, process), StepClock(process.device, warmup))
-                for name, plan in [("alone", single_plan), ("side_by_side", single_plan), ("ddp", ddp_plan)]}
+                for name, plan in plans.items()}
 
         def step(name: str, indices: torch.Tensor) -> None:
             plan, parallel, optimizer, clock = runs[name]
@@ -70,12 +76,11 @@ def run_worker(params_path: Path, steps: int, warmup: int, out: Path) -> None:
         for shard_batch, whole_batch in zip(shard, whole):
             if process.is_main:
                 step("alone", whole_batch)
-            dist.barrier()
-            step("side_by_side", shard_batch)
-            dist.barrier()
-            step("ddp", shard_batch)
+            for name in PHASES[1:]:
+                dist.barrier()
+                step(name, shard_batch)
         slowest = {name: [max(ranks) for ranks in zip(*gather_objects(runs[name][3].durations))]
-                   for name in ["side_by_side", "ddp"]}
+                   for name in PHASES[1:]}
         if process.is_main:
             write_json(out, {"alone": runs["alone"][3].durations, **slowest})
     finally:
@@ -109,16 +114,17 @@ def main() -> None:
     rows = []
     for batch in args.batches:
         times = measure(batch, args.width, args.steps, args.warmup)
-        rates = {name: (batch if name == "alone" else 2 * batch) / statistics.median(durations)
-                 for name, durations in times.items()}
-        ceiling = statistics.median(alone / both for alone, both in zip(times["alone"], times["side_by_side"]))
-        efficiency = [alone / ddp for alone, ddp in zip(times["alone"], times["ddp"])]
-        quartiles = statistics.quantiles(efficiency, n=4)
-        rows.append(f"{batch:10d}  {rates['alone']:11.1f}  {rates['side_by_side']:13.1f}  {rates['ddp']:9.1f}  "
-                    f"{ceiling:7.3f}  {statistics.median(efficiency):10.3f} ({quartiles[0]:.3f}-{quartiles[2]:.3f})")
+        rates = {name: (batch if name == "alone" else 2 * batch) / statistics.median(times[name]) for name in PHASES}
+        ratios = {name: [alone / other for alone, other in zip(times["alone"], times[name])] for name in PHASES[1:]}
+        ceiling, ddp, allreduce = (statistics.median(ratios[name]) for name in PHASES[1:])
+        quartiles = statistics.quantiles(ratios["ddp"], n=4)
+        rows.append(f"{batch:10d}  {rates['alone']:10.1f}  {rates['side_by_side']:10.1f}  {rates['ddp']:7.1f}  "
+                    f"{rates['allreduce']:13.1f}  {ceiling:7.3f}  {ddp:14.3f} ({quartiles[0]:.3f}-{quartiles[2]:.3f})"
+                    f"  {allreduce:20.3f}")
     print(f"torch {torch.__version__}, width {args.width}, {args.steps} timed steps ({args.warmup} warm-up), "
           "in lockstep; samples/s from median step times")
-    print("batch/rank  single 1x1  2 x single 1x1  ddp 2x1  ceiling  efficiency (p25-p75)")
+    print("batch/rank  single 1x1  2 x single  ddp 2x1  allreduce 2x1  ceiling  ddp efficiency (p25-p75)  "
+          "allreduce efficiency")
     print("\n".join(rows))
 
 
