@@ -1,5 +1,5 @@
 """End to end through DVC: `dvc repro` on tiny fixtures, then `dvc exp run -S strategy=ddp` re-runs only what
-depends on it."""
+depends on it, and runs whose strategy ignores a changed option finish from their checkpoints."""
 
 import json
 import os
@@ -104,3 +104,10 @@ def test_repro_then_ddp_experiment(tmp_path):
     run(project, "dvc", "plots", "diff", "HEAD", "-o", str(tmp_path / "diff"))
     overlay = (tmp_path / "diff" / "index.html").read_text()
     assert "HEAD" in overlay and "workspace" in overlay
+
+    # Strategies that ignore the pipeline options finish from their checkpoints when those options change.
+    resplit = run(project, "dvc", "exp", "run", "-S", "pipeline.split_size=16")
+    assert {"train@fashion_mnist", "reference@fashion_mnist", "benchmark"} <= stages_run(resplit)
+    for role in ("train", "reference"):
+        metrics = yaml.safe_load((project / f"metrics/{role}/fashion_mnist.json").read_text())
+        assert metrics["resumed_after_epoch"] == TINY_SCALE["epochs"], f"{role} trained again"

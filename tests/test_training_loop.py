@@ -7,7 +7,7 @@ import torch
 from torch.nn import functional as F
 
 from parabench.engine.batches import shard_batches
-from parabench.engine.loop import fit
+from parabench.engine.loop import fit, run_description
 from parabench.engine.step import prepare
 from parabench.engine.timing import StepClock
 from parabench.engine.train_pass import train_pass
@@ -60,6 +60,19 @@ def test_resume_after_a_crash_matches_an_uninterrupted_run(tmp_path, data):
     assert [row["epoch"] for row in resumed.history] == [1, 2]
     for name, value in straight.state_dict.items():
         torch.testing.assert_close(resumed.state_dict[name], value, rtol=1e-5, atol=1e-6)
+
+def test_a_run_is_identified_by_what_shapes_its_math_and_timings_only():
+    single = tiny_plan(epochs=1)
+    other_split = cpu_setup(split_size=4)
+    one_thread_more = dataclasses.replace(single.setup.machine, threads_setting=2)
+    assert run_description(dataclasses.replace(single, setup=other_split)) == run_description(single), \
+        "single ignores the pipeline options: changing them must not discard its checkpoint"
+    assert run_description(dataclasses.replace(single, setup=dataclasses.replace(
+        single.setup, machine=one_thread_more))) != run_description(single), "timings differ with the threads"
+    pipeline = dataclasses.replace(single, strategy=STRATEGIES["pipeline"], setup=cpu_setup(devices=2))
+    assert run_description(dataclasses.replace(pipeline, setup=cpu_setup(devices=2, split_size=4))) \
+        != run_description(pipeline), "the pipeline's micro-batches shape its math"
+
 
 def test_checkpoint_of_another_run_is_ignored(tmp_path, data):
     path = tmp_path / "ckpt.pt"

@@ -31,16 +31,19 @@ class TrainResult:
 
 
 def run_description(plan: RunPlan) -> dict[str, Any]:
-    """Everything that shapes the run's epochs; runs with equal descriptions share checkpoints.
+    """Everything that shapes the run's epochs and their timings; runs with equal descriptions share checkpoints.
 
     `epochs` is left out on purpose: epoch k does the same work whatever the total (constant learning
-    rate, data order seeded per epoch), so a longer run may continue a shorter one's checkpoint.
+    rate, data order seeded per epoch), so a longer run may continue a shorter one's checkpoint. The machine
+    is in: a resumed run keeps the step times of its checkpoint, which must have been measured alike.
     """
+    machine = plan.machine
     return {
         **plan.describe(),
+        "machine": {"accelerator": machine.accelerator, "backend": machine.backend, "cores": machine.cores,
+                    "threads": plan.threads},
         "settings": plan.settings.model_dump(exclude={"epochs"}),
-        "partition": plan.setup.partition.model_dump(),
-        "pipeline": plan.setup.pipeline.model_dump(),
+        **{section: getattr(plan.setup, section).model_dump() for section in plan.strategy.options},
     }
 
 

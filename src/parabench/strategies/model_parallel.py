@@ -82,4 +82,5 @@ STRATEGY = Strategy(
     apply=apply,
     devices_per_node=lambda setup: setup.machine.devices,
     check=lambda setup, global_batch: check_stage_devices("model_parallel", setup),
+    options=("partition",),
 )

@@ -173,4 +173,5 @@ STRATEGY = Strategy(
     processes_per_node=lambda setup: setup.machine.devices if setup.pipeline.engine == "distributed" else 1,
     devices_per_node=lambda setup: setup.machine.devices,
     check=check,
+    options=("partition", "pipeline"),
 )
