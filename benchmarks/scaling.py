@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 import torch.distributed as dist
@@ -31,12 +32,13 @@ import yaml
 from parabench.config import PARAMS_FILE, load_params
 from parabench.engine.batches import shard_batches
 from parabench.engine.distributed import gather_objects, start, stop
-from parabench.engine.plan import make_plan
+from parabench.engine.plan import RunPlan, make_plan
 from parabench.engine.step import prepare
 from parabench.engine.timing import StepClock
 from parabench.engine.train_pass import train_pass
 from parabench.io import read_json, write_json
 from parabench.paths import prepared_dir
+from parabench.strategies.base import Parallelized
 
 WORKLOAD = "fashion_mnist"
 
@@ -50,6 +52,15 @@ def params_for(batch: int, width: int) -> dict:
 
 
 PHASES = ["alone", "side_by_side", "ddp", "allreduce"]
+
+
+class Phase(NamedTuple):
+    """One phase's model as its strategy made it, its optimiser and its step clock."""
+
+    plan: RunPlan
+    parallel: Parallelized
+    optimizer: torch.optim.Optimizer
+    clock: StepClock
 
 
 def run_worker(params_path: Path, steps: int, warmup: int, out: Path) -> None:
@@ -66,12 +77,12 @@ def run_worker(params_path: Path, steps: int, warmup: int, out: Path) -> None:
         shard = list(itertools.islice(
             shard_batches(len(data), batch, process.rank, process.world_size, seed, epoch=0), warmup + steps))
         whole = list(itertools.islice(shard_batches(len(data), batch, 0, 1, seed, epoch=0), warmup + steps))
-        runs = {name: (plan, *prepare(plan, process), StepClock(process.device, warmup))
-                for name, plan in plans.items()}
+        phases = {name: Phase(plan, *prepare(plan, process), StepClock(process.device, warmup))
+                  for name, plan in plans.items()}
 
         def step(name: str, indices: torch.Tensor) -> None:
-            plan, parallel, optimizer, clock = runs[name]
-            train_pass(plan, parallel, optimizer, data, [indices], clock)
+            phase = phases[name]
+            train_pass(phase.plan, phase.parallel, phase.optimizer, data, [indices], phase.clock)
 
         for shard_batch, whole_batch in zip(shard, whole):
             if process.is_main:
@@ -79,10 +90,10 @@ def run_worker(params_path: Path, steps: int, warmup: int, out: Path) -> None:
             for name in PHASES[1:]:
                 dist.barrier()
                 step(name, shard_batch)
-        slowest = {name: [max(ranks) for ranks in zip(*gather_objects(runs[name][3].durations))]
+        slowest = {name: [max(ranks) for ranks in zip(*gather_objects(phases[name].clock.durations))]
                    for name in PHASES[1:]}
         if process.is_main:
-            write_json(out, {"alone": runs["alone"][3].durations, **slowest})
+            write_json(out, {"alone": phases["alone"].clock.durations, **slowest})
     finally:
         stop()
 
@@ -103,8 +114,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batches", type=int, nargs="+", default=[32, 64, 128, 256])
     parser.add_argument("--width", type=int, default=16)
-    parser.add_argument("--steps", type=int, default=30, help="timed step pairs per batch size")
-    parser.add_argument("--warmup", type=int, default=3, help="step pairs left out of the timing")
+    parser.add_argument("--steps", type=int, default=30, help="timed steps per batch size")
+    parser.add_argument("--warmup", type=int, default=3, help="steps left out of the timing")
     parser.add_argument("--worker", type=Path, metavar="PARAMS", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
