@@ -78,7 +78,7 @@ def run_worker(params_path: Path, steps: int, warmup: int, out: Path) -> None:
             shard_batches(len(data), batch, process.rank, process.world_size, seed, epoch=0), warmup + steps))
         whole = list(itertools.islice(shard_batches(len(data), batch, 0, 1, seed, epoch=0), warmup + steps))
         phases = {name: Phase(plan, *prepare(plan, process), StepClock(process.device, warmup))
-                  for name, plan in plans.items()}
+                  for name, plan in plans.items() if name != "alone" or process.is_main}
 
         def step(name: str, indices: torch.Tensor) -> None:
             phase = phases[name]
