@@ -12,6 +12,7 @@ import pytest
 from parabench.data.fashion_mnist import CLASS_NAMES, FILES, MIRROR_FOLDER, download, load_prepared, prepare
 from parabench.data.fetch import RemoteFile, mirror_root
 from parabench.data.idx import read_idx, write_idx
+from parabench.data.origin import ORIGIN_FILE, read_origin
 from parabench.errors import DataError
 
 
@@ -120,7 +121,8 @@ def test_download_from_a_local_folder_copies_the_files(
     assert sorted(copied) == sorted(dest_dir / path.name for path in sources.values())
     for path in sources.values():
         assert (dest_dir / path.name).read_bytes() == path.read_bytes()
-    assert sorted(p.name for p in dest_dir.iterdir()) == sorted(path.name for path in sources.values())
+    expected_names = [ORIGIN_FILE, *(path.name for path in sources.values())]
+    assert sorted(p.name for p in dest_dir.iterdir()) == sorted(expected_names)
 
 
 def test_download_from_a_missing_folder_names_it(tmp_path: Path) -> None:
@@ -268,3 +270,54 @@ def test_load_prepared_without_outputs_says_what_to_run(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="dvc repro prepare@fashion_mnist"):
         load_prepared(tmp_path / "missing")
 
+
+# --- origin ------------------------------------------------------------------------------------------
+
+
+def test_local_download_records_a_local_origin_and_prepare_says_sample(source_folder: Path, tmp_path: Path) -> None:
+    download(tmp_path / "raw", str(source_folder))
+    origin = read_origin(tmp_path / "raw")
+    assert origin is not None
+    assert (origin.kind, origin.source, origin.verified) == ("local", str(source_folder), False)
+    prepare(tmp_path / "raw", tmp_path / "prepared")
+    sentence = json.loads((tmp_path / "prepared" / "meta.json").read_text())["data_origin"]
+    assert sentence.startswith("Fashion-MNIST SAMPLE: 70 of the official 70,000 images (50 train, 20 test)")
+    assert f"from the local folder {source_folder} (not checksum-verified)" in sentence
+
+
+def test_download_from_the_mirror_records_an_official_verified_origin(
+    tmp_path: Path, arrays: dict[str, np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mirror_paths = _write_folder(tmp_path / "mirror" / MIRROR_FOLDER, arrays)
+    files = {
+        role: RemoteFile(
+            name=path.name, urls=(), sha256=hashlib.sha256(gzip.decompress(path.read_bytes())).hexdigest()
+        )
+        for role, path in mirror_paths.items()
+    }
+    monkeypatch.setenv("PARABENCH_DATA_MIRROR", str(tmp_path / "mirror"))
+    download(tmp_path / "raw", "download", files=files)
+    origin = read_origin(tmp_path / "raw")
+    assert origin is not None
+    assert (origin.kind, origin.source, origin.verified) == ("official", str(tmp_path / "mirror" / MIRROR_FOLDER), True)
+    prepare(tmp_path / "raw", tmp_path / "prepared")
+    sentence = json.loads((tmp_path / "prepared" / "meta.json").read_text())["data_origin"]
+    assert f"official files from {tmp_path / 'mirror' / MIRROR_FOLDER}, sha256-verified" in sentence
+
+
+def test_data_origin_leaves_the_arrays_unchanged(source_folder: Path, tmp_path: Path) -> None:
+    prepare(source_folder, tmp_path / "without-origin")
+    download(tmp_path / "raw", str(source_folder))
+    prepare(tmp_path / "raw", tmp_path / "with-origin")
+    for name in ("train_images.npy", "train_labels.npy", "test_images.npy", "test_labels.npy"):
+        assert (tmp_path / "without-origin" / name).read_bytes() == (tmp_path / "with-origin" / name).read_bytes()
+    meta = json.loads((tmp_path / "without-origin" / "meta.json").read_text())
+    assert "of unrecorded origin" in meta["data_origin"] and "re-run the download stage" in meta["data_origin"]
+
+
+def test_a_failed_download_leaves_no_stale_origin(source_folder: Path, tmp_path: Path) -> None:
+    download(tmp_path / "raw", str(source_folder))
+    (source_folder / FILES["test_labels"].name).write_bytes(b"garbage")
+    with pytest.raises(DataError):
+        download(tmp_path / "raw", str(source_folder))
+    assert read_origin(tmp_path / "raw") is None

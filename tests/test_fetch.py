@@ -3,102 +3,36 @@
 import gzip
 import hashlib
 import io
+import shutil
 import socket
-import threading
+import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from parabench.data.fetch import RemoteFile, content_sha256, fetch
+from parabench.data.fetch import (
+    SHA256SUMS,
+    FetchedFile,
+    RemoteFile,
+    content_sha256,
+    expected_sha256,
+    fetch,
+    fetch_with_source,
+)
 from parabench.data.idx import write_idx
-from parabench.errors import DownloadError
+from parabench.errors import DataError, DownloadError
+from tests.http_server import FileServer, Route, running_file_server
 
 NAME = "images-idx3-ubyte.gz"
 FAST = {"retries": 2, "backoff_s": 0.01, "timeout_s": 5.0}
 
 
-@dataclass
-class Route:
-    """What the server does for one path."""
-
-    body: bytes
-    honour_range: bool = True
-    drop_first: bool = False  # first request: full Content-Length, half the body, then close
-    overstate_length_first: bool = False  # first request: Content-Length one byte too long, whole body, then close
-
-
-@dataclass
-class FileServer:
-    """A local HTTP server's routes, the requests it saw as (path, Range header), and its base URL."""
-
-    base: str = ""
-    routes: dict[str, Route] = field(default_factory=dict)
-    requests: list[tuple[str, str | None]] = field(default_factory=list)
-
-    def url(self, path: str) -> str:
-        return self.base + path
-
-    def requests_for(self, path: str) -> list[str | None]:
-        return [range_header for seen, range_header in self.requests if seen == path]
-
-
-class _Handler(BaseHTTPRequestHandler):
-    """Serves FileServer routes over HTTP/1.0 (one request per connection), with byte-range support."""
-
-    def do_GET(self) -> None:
-        state: FileServer = self.server.state  # type: ignore[attr-defined]
-        range_header = self.headers.get("Range")
-        state.requests.append((self.path, range_header))
-        route = state.routes.get(self.path)
-        if route is None:
-            self.send_error(404)
-            return
-        first = len(state.requests_for(self.path)) == 1
-        body = route.body
-        if range_header and route.honour_range:
-            self._send_range(body, int(range_header.removeprefix("bytes=").removesuffix("-")))
-        elif route.drop_first and first:
-            self._send(200, body[: len(body) // 2], content_length=len(body))
-        elif route.overstate_length_first and first:
-            self._send(200, body, content_length=len(body) + 1)
-        else:
-            self._send(200, body, content_length=len(body))
-
-    def _send_range(self, body: bytes, start: int) -> None:
-        if start >= len(body):
-            self._send(416, b"", content_length=0, content_range=f"bytes */{len(body)}")
-            return
-        content_range = f"bytes {start}-{len(body) - 1}/{len(body)}"
-        self._send(206, body[start:], content_length=len(body) - start, content_range=content_range)
-
-    def _send(self, status: int, payload: bytes, *, content_length: int, content_range: str = "") -> None:
-        self.send_response(status)
-        self.send_header("Content-Length", str(content_length))
-        if content_range:
-            self.send_header("Content-Range", content_range)
-        self.end_headers()
-        self.wfile.write(payload)
-        self.wfile.flush()
-
-    def log_message(self, format: str, *args: object) -> None:
-        """Keep the test output quiet."""
-
-
 @pytest.fixture
 def server() -> Iterator[FileServer]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    state = FileServer(base=f"http://127.0.0.1:{httpd.server_address[1]}")
-    httpd.state = state  # type: ignore[attr-defined]
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
-    thread.start()
-    yield state
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join()
+    with running_file_server() as state:
+        yield state
 
 
 @pytest.fixture
@@ -289,3 +223,138 @@ def test_all_sources_failing_lists_each_source_and_the_hint(
     for expected in (str(mirror_dir / NAME), missing_url, "404", closed_port_url, "3 attempts", hint):
         assert expected in message
     assert list(dest_dir.iterdir()) == []
+
+
+# --- unpinned files: trust on first use ---------------------------------------------------------------
+
+UNPINNED = "images.zip"
+HTML_PAGE = b"<!DOCTYPE html><html>quota exceeded</html>"
+
+
+def _unpinned(*urls: str) -> RemoteFile:
+    """An unpinned file whose first copy must start like a zip archive."""
+
+    def zip_problem(path: Path) -> str | None:
+        return None if path.read_bytes().startswith(b"PK") else "is not a zip archive"
+
+    return RemoteFile(name=UNPINNED, urls=urls, sha256=None, content_check=zip_problem)
+
+
+def _recorded(dest_dir: Path) -> str:
+    return (dest_dir / SHA256SUMS).read_text()
+
+
+def test_an_unpinned_file_is_trusted_on_first_use_and_recorded(
+    server: FileServer, dest_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    body = b"PK" + bytes(range(256)) * 40
+    digest = hashlib.sha256(body).hexdigest()
+    server.routes["/" + UNPINNED] = Route(body)
+    remote = _unpinned(server.url("/" + UNPINNED))
+    assert expected_sha256(remote, dest_dir) is None
+    fetched = fetch_with_source(remote, dest_dir, None, **FAST)
+    assert fetched == FetchedFile(dest_dir / UNPINNED, server.url("/" + UNPINNED))
+    assert fetched.path.read_bytes() == body
+    assert _recorded(dest_dir) == f"{digest}  {UNPINNED}\n"
+    assert expected_sha256(remote, dest_dir) == digest
+    warning = next(record.getMessage() for record in caplog.records if record.levelname == "WARNING")
+    assert "not pinned" in warning and digest in warning and str(dest_dir / SHA256SUMS) in warning
+    assert sorted(p.name for p in dest_dir.iterdir()) == [SHA256SUMS, UNPINNED]
+
+
+@pytest.mark.skipif(shutil.which("sha256sum") is None, reason="needs the sha256sum tool")
+def test_the_recorded_checksums_pass_sha256sum_check(server: FileServer, dest_dir: Path) -> None:
+    server.routes["/" + UNPINNED] = Route(b"PK zip bytes")
+    fetch(_unpinned(server.url("/" + UNPINNED)), dest_dir, None, **FAST)
+    subprocess.run(["sha256sum", "--check", "--strict", SHA256SUMS], cwd=dest_dir, check=True, capture_output=True)
+
+
+def test_a_recorded_copy_already_present_needs_no_network(server: FileServer, dest_dir: Path) -> None:
+    server.routes["/" + UNPINNED] = Route(b"PK first copy")
+    remote = _unpinned(server.url("/" + UNPINNED))
+    fetch(remote, dest_dir, None, **FAST)
+    server.routes["/" + UNPINNED] = Route(b"PK changed upstream")
+    assert fetch(remote, dest_dir, None, **FAST).read_bytes() == b"PK first copy"
+    assert server.requests_for("/" + UNPINNED) == [None]
+
+
+def test_a_later_copy_must_match_the_recorded_checksum(server: FileServer, dest_dir: Path) -> None:
+    first = b"PK first copy"
+    server.routes["/" + UNPINNED] = Route(first)
+    remote = _unpinned(server.url("/" + UNPINNED))
+    fetch(remote, dest_dir, None, **FAST)
+    (dest_dir / UNPINNED).write_bytes(b"PK tampered")
+    server.routes["/" + UNPINNED] = Route(b"PK changed upstream")
+    with pytest.raises(DownloadError) as raised:
+        fetch(remote, dest_dir, None, **FAST)
+    message = str(raised.value)
+    changed = hashlib.sha256(b"PK changed upstream").hexdigest()
+    for expected in (hashlib.sha256(first).hexdigest(), changed, str(dest_dir / SHA256SUMS)):
+        assert expected in message
+    assert _recorded(dest_dir) == f"{hashlib.sha256(first).hexdigest()}  {UNPINNED}\n"
+
+
+def test_a_resumed_download_is_checked_against_the_recorded_checksum(server: FileServer, dest_dir: Path) -> None:
+    body = b"PK" + bytes(range(256)) * 40
+    server.routes["/" + UNPINNED] = Route(body)
+    remote = _unpinned(server.url("/" + UNPINNED))
+    fetch(remote, dest_dir, None, **FAST)
+    (dest_dir / UNPINNED).unlink()
+    server.routes["/" + UNPINNED] = Route(body, drop_first=True)
+    server.requests.clear()
+    assert fetch(remote, dest_dir, None, **FAST).read_bytes() == body
+    assert server.requests_for("/" + UNPINNED) == [None, f"bytes={len(body) // 2}-"]
+
+
+def test_an_unpinned_part_file_that_cannot_be_verified_is_restarted(server: FileServer, dest_dir: Path) -> None:
+    body = b"PK" + bytes(range(256)) * 4
+    server.routes["/" + UNPINNED] = Route(body, overstate_length_first=True)
+    path = fetch(_unpinned(server.url("/" + UNPINNED)), dest_dir, None, **FAST)
+    assert server.requests_for("/" + UNPINNED) == [None, f"bytes={len(body)}-", None]
+    assert path.read_bytes() == body
+
+
+def test_a_first_copy_that_fails_its_content_check_is_not_trusted(server: FileServer, dest_dir: Path) -> None:
+    server.routes["/quota/" + UNPINNED] = Route(HTML_PAGE)
+    server.routes["/good/" + UNPINNED] = Route(b"PK the archive")
+    remote = _unpinned(server.url("/quota/" + UNPINNED), server.url("/good/" + UNPINNED))
+    fetched = fetch_with_source(remote, dest_dir, None, **FAST)
+    assert fetched.source == server.url("/good/" + UNPINNED)
+    assert _recorded(dest_dir) == f"{hashlib.sha256(b'PK the archive').hexdigest()}  {UNPINNED}\n"
+
+
+def test_only_error_pages_means_nothing_is_recorded(server: FileServer, dest_dir: Path) -> None:
+    server.routes["/" + UNPINNED] = Route(HTML_PAGE)
+    with pytest.raises(DownloadError, match="is not a zip archive"):
+        fetch(_unpinned(server.url("/" + UNPINNED)), dest_dir, None, **FAST)
+    assert list(dest_dir.iterdir()) == []
+
+
+def test_an_unpinned_mirror_copy_is_trusted_and_named_as_the_source(dest_dir: Path, tmp_path: Path) -> None:
+    mirror_dir = tmp_path / "mirror"
+    mirror_dir.mkdir()
+    (mirror_dir / UNPINNED).write_bytes(b"PK from the mirror")
+    fetched = fetch_with_source(_unpinned(), dest_dir, mirror_dir, **FAST)
+    assert fetched.source == str(mirror_dir)
+    assert _recorded(dest_dir) == f"{hashlib.sha256(b'PK from the mirror').hexdigest()}  {UNPINNED}\n"
+
+
+def test_recording_keeps_other_files_sorted(server: FileServer, dest_dir: Path) -> None:
+    server.routes["/b.zip"] = Route(b"PK b")
+    server.routes["/a.zip"] = Route(b"PK a")
+    for name in ("b.zip", "a.zip"):
+        fetch(RemoteFile(name=name, urls=(server.url("/" + name),), sha256=None), dest_dir, None, **FAST)
+    lines = _recorded(dest_dir).splitlines()
+    assert [line.split("  ")[1] for line in lines] == ["a.zip", "b.zip"]
+
+
+def test_a_pinned_file_reports_its_pinned_checksum(sha: str, dest_dir: Path) -> None:
+    assert expected_sha256(_remote(sha.upper()), dest_dir) == sha
+
+
+def test_a_malformed_sha256sums_names_its_lines(dest_dir: Path) -> None:
+    dest_dir.mkdir()
+    (dest_dir / SHA256SUMS).write_text(f"{'0' * 64}  ok.zip\nnot a checksum line\n\nabc  short.zip\n")
+    with pytest.raises(DataError, match=r"lines \[2, 4\]") as raised:
+        expected_sha256(_unpinned(), dest_dir)
+    assert str(dest_dir / SHA256SUMS) in str(raised.value)

@@ -1,7 +1,9 @@
-"""Atomic file writes: a crash never leaves a half-written output for DVC to cache."""
+"""Atomic file and folder writes: a crash never leaves a half-written output for DVC to cache."""
 
 import json
 import os
+import secrets
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,6 +24,33 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         os.replace(tmp_path, path)
     finally:
         tmp_path.unlink(missing_ok=True)
+
+
+@contextmanager
+def staged_folder(dest_dir: Path) -> Iterator[Path]:
+    """Yield a new empty folder beside dest_dir; it replaces dest_dir if the block succeeds, else it is deleted."""
+    dest_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = dest_dir.parent / f".{dest_dir.name}.{secrets.token_hex(4)}.tmp"
+    staging.mkdir()
+    try:
+        yield staging
+        _replace_folder(dest_dir, staging)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _replace_folder(dest_dir: Path, new_dir: Path) -> None:
+    """Put new_dir at dest_dir; an existing dest_dir is moved aside first and deleted once the new one is there."""
+    if not dest_dir.exists() and not dest_dir.is_symlink():
+        os.replace(new_dir, dest_dir)
+        return
+    old = dest_dir.parent / f".{dest_dir.name}.{secrets.token_hex(4)}.old"
+    os.replace(dest_dir, old)
+    os.replace(new_dir, dest_dir)
+    if old.is_dir() and not old.is_symlink():
+        shutil.rmtree(old)
+    else:
+        old.unlink()
 
 
 def write_atomic(path: str | Path, write: Callable[[Path], None]) -> None:

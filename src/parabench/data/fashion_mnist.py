@@ -6,8 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from parabench.data.fetch import MIRROR_ENV, RemoteFile, fetch, mirror_root
+from parabench.data.fetch import MIRROR_ENV, RemoteFile, fetch_with_source, mirror_root
 from parabench.data.idx import read_idx
+from parabench.data.origin import describe_origin, forget_origin, read_origin, record_origin
 from parabench.errors import DataError
 from parabench.io import atomic_path, write_atomic, write_json
 
@@ -18,6 +19,7 @@ CLASS_NAMES = [
     "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
 ]  # fmt: skip
 SPLITS = ("train", "test")
+OFFICIAL_COUNTS = {"train": 60_000, "test": 10_000}
 OFFICIAL_URL = "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"
 GITHUB_URL = "https://github.com/zalandoresearch/fashion-mnist/raw/master/data/fashion/"
 
@@ -46,12 +48,36 @@ FILES: dict[str, RemoteFile] = {
 
 
 def download(dest_dir: Path, source: str, *, files: dict[str, RemoteFile] = FILES) -> list[Path]:
-    """Put the four files in dest_dir: fetched and verified when source is "download", else copied from a folder."""
+    """Put the four files in dest_dir: fetched and verified when source is "download", else copied from a folder.
+
+    Either way dest_dir/origin.json records where they came from.
+    """
+    forget_origin(dest_dir)
     if source == "download":
         root = mirror_root()
         mirror_dir = root / MIRROR_FOLDER if root is not None else None
-        return [fetch(remote, dest_dir, mirror_dir, hint=_mirror_hint(remote.name)) for remote in files.values()]
-    return _copy_local_folder(Path(source), dest_dir, files)
+        fetched = [
+            fetch_with_source(remote, dest_dir, mirror_dir, hint=_mirror_hint(remote.name)) for remote in files.values()
+        ]
+        record_origin(
+            dest_dir,
+            dataset=MIRROR_FOLDER,
+            kind="official",
+            source=", ".join(dict.fromkeys(file.source for file in fetched)),
+            verified=all(remote.sha256 is not None for remote in files.values()),
+            detail="the four IDX files, each checked against its pinned sha256 (of the decompressed content)",
+        )
+        return [file.path for file in fetched]
+    copied = _copy_local_folder(Path(source), dest_dir, files)
+    record_origin(
+        dest_dir,
+        dataset=MIRROR_FOLDER,
+        kind="local",
+        source=source,
+        verified=False,
+        detail="a folder of the four IDX files, checked to be well-formed, copied without checksum verification",
+    )
+    return copied
 
 
 def prepare(raw_dir: Path, out_dir: Path) -> None:
@@ -66,7 +92,13 @@ def prepare(raw_dir: Path, out_dir: Path) -> None:
     for role, array in arrays.items():
         _save_npy(out_dir / f"{role}.npy", array if role.endswith("images") else array.astype(np.int64))
     counts = {split: len(arrays[f"{split}_labels"]) for split in SPLITS}
-    meta = {"dataset": MIRROR_FOLDER, "counts": counts, "image_shape": list(IMAGE_SHAPE), "class_names": CLASS_NAMES}
+    meta = {
+        "dataset": MIRROR_FOLDER,
+        "counts": counts,
+        "image_shape": list(IMAGE_SHAPE),
+        "class_names": CLASS_NAMES,
+        "data_origin": _data_origin(raw_dir, counts),
+    }
     write_json(out_dir / "meta.json", meta)
 
 
@@ -80,6 +112,18 @@ def load_prepared(out_dir: Path) -> dict[str, np.ndarray]:
             "run `dvc repro prepare@fashion_mnist` first"
         )
     return {role: np.load(path, allow_pickle=False) for role, path in paths.items()}
+
+
+def _data_origin(raw_dir: Path, counts: dict[str, int]) -> str:
+    """One sentence: the full set or a SAMPLE, its size, and where it came from (the raw folder's origin.json)."""
+    total = sum(counts.values())
+    split_sizes = ", ".join(f"{counts[split]:,} {split}" for split in SPLITS)
+    if counts == OFFICIAL_COUNTS:
+        size = f"the full Fashion-MNIST ({total:,} images: {split_sizes})"
+    else:
+        official_total = sum(OFFICIAL_COUNTS.values())
+        size = f"Fashion-MNIST SAMPLE: {total:,} of the official {official_total:,} images ({split_sizes})"
+    return f"{size}; {describe_origin(read_origin(raw_dir), raw_dir)}"
 
 
 def _mirror_hint(name: str) -> str:

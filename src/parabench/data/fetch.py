@@ -1,4 +1,9 @@
-"""Fetch a file from a mirror folder or URLs, with retries, HTTP resume and content-checksum verification."""
+"""Fetch a file from a mirror folder or URLs, with retries, HTTP resume and content-checksum verification.
+
+A file with no published checksum (RemoteFile.sha256 None) is trusted on first use: the first copy obtained is
+accepted, its sha256 recorded in dest_dir/SHA256SUMS (sha256sum format, so `sha256sum -c SHA256SUMS` checks it),
+and every later copy in that folder must match the recorded value.
+"""
 
 import gzip
 import hashlib
@@ -11,25 +16,44 @@ import time
 import urllib.error
 import urllib.request
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from parabench.errors import DataError, DownloadError
+from parabench.io import write_atomic
 
 MIRROR_ENV = "PARABENCH_DATA_MIRROR"
 CHUNK_BYTES = 1 << 20
 RETRYABLE_HTTP_CODES = frozenset({408, 429})
+SHA256SUMS = "SHA256SUMS"
+SHA256SUMS_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *](.+)$")
 
 logger = logging.getLogger("parabench.data")
 
 
 @dataclass(frozen=True)
 class RemoteFile:
-    """A file to fetch: its name, where to get it, and the sha256 of its content (decompressed for .gz)."""
+    """A file to fetch: its name, where to get it, and the sha256 of its content (decompressed for .gz), if pinned.
+
+    sha256 None: no checksum is published, so the first copy is trusted and recorded (see the module docstring);
+    the recorded checksum is of the file's bytes, as sha256sum computes it. content_check, if given, looks at
+    such a first copy before it is trusted and returns why it is not the right kind of file (an HTML error page
+    in place of an archive), or None.
+    """
 
     name: str
     urls: tuple[str, ...]
-    sha256: str
+    sha256: str | None
+    content_check: Callable[[Path], str | None] | None = None
+
+
+@dataclass(frozen=True)
+class FetchedFile:
+    """A verified file in the destination folder, and where it came from: a URL, a mirror folder, or itself."""
+
+    path: Path
+    source: str
 
 
 class _SourceFailed(Exception):
@@ -78,6 +102,17 @@ def _sha256(path: Path, *, gzipped: bool) -> str:
     return digest.hexdigest()
 
 
+def expected_sha256(remote: RemoteFile, dest_dir: Path) -> str | None:
+    """The checksum a copy of `remote` in dest_dir must have: the pinned one, else the one recorded at its first fetch.
+
+    None when the file is unpinned and was never fetched into dest_dir. For a pinned .gz file it is the checksum
+    of the decompressed content (content_sha256), otherwise of the file's bytes.
+    """
+    if remote.sha256 is not None:
+        return remote.sha256.lower()
+    return _recorded_sha256s(dest_dir).get(remote.name)
+
+
 def fetch(
     remote: RemoteFile,
     dest_dir: Path,
@@ -89,12 +124,30 @@ def fetch(
     hint: str = "",
 ) -> Path:
     """Return dest_dir/name holding verified content, taken from the mirror first, then each URL in order."""
+    return fetch_with_source(
+        remote, dest_dir, mirror_dir, retries=retries, backoff_s=backoff_s, timeout_s=timeout_s, hint=hint
+    ).path
+
+
+def fetch_with_source(
+    remote: RemoteFile,
+    dest_dir: Path,
+    mirror_dir: Path | None,
+    *,
+    retries: int = 4,
+    backoff_s: float = 1.0,
+    timeout_s: float = 60.0,
+    hint: str = "",
+) -> FetchedFile:
+    """Like fetch, and also say which source delivered the file (to record the data's origin)."""
     dest = dest_dir / remote.name
+    expected = expected_sha256(remote, dest_dir)
     if dest.exists():
-        if _is_verified(dest, remote):
+        if _is_verified(dest, remote, expected):
             logger.info("%s is already present and verified", dest)
-            return dest
-        logger.warning("%s exists but does not verify; fetching it again", dest)
+            return FetchedFile(dest, str(dest))
+        why = "does not verify" if expected is not None else f"has no checksum recorded in {dest_dir / SHA256SUMS}"
+        logger.warning("%s exists but %s; fetching it again", dest, why)
     dest_dir.mkdir(parents=True, exist_ok=True)
     part = dest_dir / f".{remote.name}.part"
     failures: list[str] = []
@@ -102,18 +155,20 @@ def fetch(
         mirror_file = mirror_dir / remote.name
         try:
             _copy_from_mirror(mirror_file, part)
-            _verify_or_discard(part, remote, str(mirror_file))
+            _accept_or_discard(part, remote, expected, str(mirror_file), dest_dir)
             os.replace(part, dest)
-            return dest
+            return FetchedFile(dest, str(mirror_dir))
         except _SourceFailed as failure:
             logger.info("mirror %s: %s", mirror_file, failure)
             failures.append(f"mirror {mirror_file}: {failure}")
     for url in remote.urls:
         try:
-            _download_with_retries(url, part, remote, retries=retries, backoff_s=backoff_s, timeout_s=timeout_s)
-            _verify_or_discard(part, remote, url)
+            _download_with_retries(
+                url, part, remote, expected, retries=retries, backoff_s=backoff_s, timeout_s=timeout_s
+            )
+            _accept_or_discard(part, remote, expected, url, dest_dir)
             os.replace(part, dest)
-            return dest
+            return FetchedFile(dest, url)
         except _SourceFailed as failure:
             logger.info("%s: %s", url, failure)
             failures.append(f"{url}: {failure}")
@@ -121,15 +176,17 @@ def fetch(
     raise DownloadError(_failure_message(remote.name, dest_dir, failures, hint))
 
 
-def _remote_content_sha256(path: Path, remote: RemoteFile) -> str:
-    """The content checksum of a copy of `remote` (maybe a part file): gzipped when the remote's name says so."""
-    return _sha256(path, gzipped=remote.name.endswith(".gz"))
+def _checksum(path: Path, remote: RemoteFile) -> str:
+    """The checksum of a copy of `remote` (maybe a part file): of the content for a pinned .gz, else of the bytes."""
+    return _sha256(path, gzipped=remote.sha256 is not None and remote.name.endswith(".gz"))
 
 
-def _is_verified(path: Path, remote: RemoteFile) -> bool:
-    """Whether the copy's content checksum is the remote's (an unreadable gzip is not)."""
+def _is_verified(path: Path, remote: RemoteFile, expected: str | None) -> bool:
+    """Whether the copy's checksum is the expected one (an unreadable gzip, or no expected checksum, is not)."""
+    if expected is None:
+        return False
     try:
-        return _remote_content_sha256(path, remote) == remote.sha256.lower()
+        return _checksum(path, remote) == expected
     except DataError:
         return False
 
@@ -142,23 +199,83 @@ def _copy_from_mirror(mirror_file: Path, part: Path) -> None:
     shutil.copyfile(mirror_file, part)
 
 
-def _verify_or_discard(part: Path, remote: RemoteFile, source: str) -> None:
-    """Check the part file's content checksum; delete it and fail the source when it is wrong."""
+def _accept_or_discard(part: Path, remote: RemoteFile, expected: str | None, source: str, dest_dir: Path) -> None:
+    """Verify the part file against the expected checksum, or trust and record it when there is none yet."""
+    if expected is None:
+        _trust_on_first_use(part, remote, source, dest_dir)
+    else:
+        _verify_or_discard(part, remote, expected, source, dest_dir)
+
+
+def _verify_or_discard(part: Path, remote: RemoteFile, expected: str, source: str, dest_dir: Path) -> None:
+    """Check the part file's checksum; delete it and fail the source when it is wrong."""
     try:
-        actual = _remote_content_sha256(part, remote)
+        actual = _checksum(part, remote)
     except DataError as error:
         part.unlink(missing_ok=True)
         raise _SourceFailed(f"{remote.name} from {source} is corrupt ({error.__cause__}); deleted it") from error
-    if actual != remote.sha256.lower():
+    if actual != expected:
         part.unlink(missing_ok=True)
+        recorded = (
+            ""
+            if remote.sha256 is not None
+            else f" (recorded in {dest_dir / SHA256SUMS} at its first download; if the file changed upstream "
+            "on purpose, delete its line there to trust the new copy)"
+        )
         raise _SourceFailed(
             f"checksum mismatch for {remote.name} from {source}: "
-            f"expected sha256 {remote.sha256.lower()}, got {actual}; deleted the bad copy"
+            f"expected sha256 {expected}{recorded}, got {actual}; deleted the bad copy"
         )
 
 
+def _trust_on_first_use(part: Path, remote: RemoteFile, source: str, dest_dir: Path) -> None:
+    """Accept the first copy of an unpinned file, unless its content check refuses it, and record its sha256."""
+    problem = remote.content_check(part) if remote.content_check is not None else None
+    if problem is not None:
+        part.unlink(missing_ok=True)
+        raise _SourceFailed(f"{remote.name} from {source} {problem}; deleted it")
+    actual = _sha256(part, gzipped=False)
+    logger.warning(
+        "%s is not pinned (no published checksum): trusting this first copy from %s, sha256 %s, recorded in %s; "
+        "later copies in that folder must match it",
+        remote.name,
+        source,
+        actual,
+        dest_dir / SHA256SUMS,
+    )
+    record_sha256(dest_dir, remote.name, actual)
+
+
+def _recorded_sha256s(dest_dir: Path) -> dict[str, str]:
+    """The checksums recorded in dest_dir/SHA256SUMS by file name; empty when the file does not exist."""
+    sums = dest_dir / SHA256SUMS
+    if not sums.is_file():
+        return {}
+    recorded: dict[str, str] = {}
+    bad_lines: list[int] = []
+    for number, line in enumerate(sums.read_text().splitlines(), start=1):
+        match = SHA256SUMS_LINE.match(line)
+        if match:
+            recorded[match.group(2)] = match.group(1).lower()
+        elif line.strip():
+            bad_lines.append(number)
+    if bad_lines:
+        raise DataError(
+            f"{sums} lines {bad_lines} are not in sha256sum format '<64 hex digits>  <file name>'; "
+            "fix them, or delete them and the files they name to have the files fetched and recorded again"
+        )
+    return recorded
+
+
+def record_sha256(dest_dir: Path, name: str, sha256: str) -> None:
+    """Add or replace the checksum of the file `name` in dest_dir/SHA256SUMS (sorted by name), atomically."""
+    recorded = _recorded_sha256s(dest_dir) | {name: sha256}
+    text = "".join(f"{digest}  {file_name}\n" for file_name, digest in sorted(recorded.items()))
+    write_atomic(dest_dir / SHA256SUMS, lambda tmp: tmp.write_text(text))
+
+
 def _download_with_retries(
-    url: str, part: Path, remote: RemoteFile, *, retries: int, backoff_s: float, timeout_s: float
+    url: str, part: Path, remote: RemoteFile, expected: str | None, *, retries: int, backoff_s: float, timeout_s: float
 ) -> None:
     """Fill the part file with the body of `url`, resuming with HTTP Range after transient failures."""
     part.unlink(missing_ok=True)
@@ -168,9 +285,9 @@ def _download_with_retries(
             _download_once(url, part, timeout_s)
             return
         except _RangeNotSatisfiable:
-            if _is_verified(part, remote):
+            if _is_verified(part, remote, expected):
                 return
-            logger.warning("%s refused to resume and the partial file does not verify; restarting", url)
+            logger.warning("%s refused to resume and the partial file cannot be verified; restarting", url)
             part.unlink(missing_ok=True)
         except TRANSIENT_ERRORS as error:
             if attempt == retries:
