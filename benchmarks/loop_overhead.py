@@ -15,42 +15,42 @@ two loops did the same computation.
 """
 
 import argparse
-import dataclasses
 import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
 
 import torch
-from torch import Tensor, nn
+from torch import nn
 from torch.nn import functional as F
 
-from parabench.config import Hardware, load_params
+from parabench.batch import Batch
+from parabench.config import load_params
 from parabench.engine.batches import shard_batches
-from parabench.engine.distributed import start
-from parabench.engine.hardware import resolve
 from parabench.engine.plan import RunPlan, make_plan
-from parabench.engine.step import prepare
 from parabench.engine.timing import StepClock
 from parabench.engine.train_pass import train_pass
+from parabench.engine.trainer import build_trainer
 from parabench.models.resnet import d2l_resnet18
 from parabench.paths import prepared_dir
-from parabench.workloads import WORKLOADS, LabelledImages
+from parabench.runtime.hardware import Hardware, resolve
+from parabench.runtime.process import start
+from parabench.workloads import WorkloadData
 
 CPU_HARDWARE = Hardware(accelerator="cpu", devices=1, nodes=1, threads="auto", backend="auto", max_restarts=0)
 
 
 def parabench_plan(batch: int, width: int) -> RunPlan:
     """params.yaml's `single` plan for Fashion-MNIST on the CPU, with this benchmark's batch and width."""
-    plan = make_plan(load_params(), "fashion_mnist", "benchmark", resolve(CPU_HARDWARE), strategy_name="single")
+    plan = make_plan(load_params(), "fashion_mnist", "benchmark", strategy_name="single", machine=resolve(CPU_HARDWARE))
     settings = plan.settings.model_copy(update={"batch_size": batch, "width": width, "lr": 0.1, "momentum": 0.0,
                                                 "weight_decay": 0.0})
-    return dataclasses.replace(plan, settings=settings, global_batch=batch, lr=0.1)
+    return plan.model_copy(update={"settings": settings, "global_batch": batch, "lr": 0.1})
 
 
 class Lockstep:
     """parabench's batches, with one bare step run on each before parabench's loop receives it; both timed."""
 
-    def __init__(self, batches: Sequence[Tensor], bare_step: Callable[[Tensor], None]):
+    def __init__(self, batches: Sequence[Batch], bare_step: Callable[[Batch], None]):
         self.batches = batches
         self.bare_step = bare_step
         self.ours: list[float] = []
@@ -59,45 +59,44 @@ class Lockstep:
     def __len__(self) -> int:
         return len(self.batches)
 
-    def __iter__(self) -> Iterator[Tensor]:
+    def __iter__(self) -> Iterator[Batch]:
         ours_started = None
-        for indices in self.batches:
+        for batch in self.batches:
             bare_started = time.perf_counter()
             if ours_started is not None:
                 self.ours.append(bare_started - ours_started)
-            self.bare_step(indices)
+            self.bare_step(batch)
             ours_started = time.perf_counter()
             self.bare.append(ours_started - bare_started)
-            yield indices
+            yield batch
         if ours_started is not None:
             self.ours.append(time.perf_counter() - ours_started)
 
 
-def bare_loop_step(model: nn.Module, data: LabelledImages) -> Callable[[Tensor], None]:
+def bare_loop_step(model: nn.Module) -> Callable[[Batch], None]:
     """The hand-written step around `model`: SGD at lr 0.1, as the parabench plan trains."""
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 
-    def step(indices: Tensor) -> None:
-        images, labels = data.images[indices], data.labels[indices]
+    def step(batch: Batch) -> None:
         optimizer.zero_grad(set_to_none=True)
-        F.cross_entropy(model(images.float().div_(255.0)), labels).backward()
+        F.cross_entropy(model(batch.inputs.float().div_(255.0)), batch.targets).backward()
         optimizer.step()
 
     return step
 
 
-def run_round(plan: RunPlan, data: LabelledImages, batches: Sequence[Tensor], warmup: int) -> tuple[Lockstep, float]:
+def run_round(plan: RunPlan, data: WorkloadData, batches: Sequence[Batch], warmup: int) -> tuple[Lockstep, float]:
     """One lockstep pass with fresh models; returns the step times and how far the two models' parameters differ."""
     process = start(plan.machine)
-    parallel, optimizer = prepare(plan, process)
-    parallel.module.train()
+    trainer = build_trainer(plan, process)
+    trainer.parallel.module.train()
     torch.manual_seed(plan.settings.seed)
     bare_model = d2l_resnet18(10, in_channels=1, width=plan.settings.width)
-    lockstep = Lockstep(batches, bare_loop_step(bare_model, data))
-    train_pass(plan, parallel, optimizer, data, lockstep, StepClock(process.device, warmup), progress="parabench")
+    lockstep = Lockstep(batches, bare_loop_step(bare_model))
+    train_pass(trainer, data, lockstep, len(batches), StepClock(process.device, warmup), None, progress="parabench")
     lockstep.ours, lockstep.bare = lockstep.ours[warmup:], lockstep.bare[warmup:]
     difference = max((ours - bare).abs().max().item()
-                     for ours, bare in zip(parallel.module.parameters(), bare_model.parameters()))
+                     for ours, bare in zip(trainer.parallel.module.parameters(), bare_model.parameters()))
     return lockstep, difference
 
 
@@ -111,9 +110,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    data, _ = WORKLOADS["fashion_mnist"].load_data(prepared_dir("fashion_mnist"))
-    batches = list(shard_batches(len(data), args.batch, 0, 1, seed=0, epoch=0))[: args.warmup + args.steps]
     plan = parabench_plan(args.batch, args.width)
+    data = plan.workload.open(prepared_dir("fashion_mnist"), plan.settings)
+    indices = list(shard_batches(data.train_units, args.batch, 0, 1, seed=0, epoch=0))[: args.warmup + args.steps]
+    batches = [data.train_batch(0, chosen) for chosen in indices]
     rounds = [run_round(plan, data, batches, args.warmup) for _ in range(args.rounds)]
     ours = [t for lockstep, _ in rounds for t in lockstep.ours]
     bare = [t for lockstep, _ in rounds for t in lockstep.bare]

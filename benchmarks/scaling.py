@@ -29,16 +29,17 @@ import torch
 import torch.distributed as dist
 import yaml
 
+from parabench.batch import Batch
 from parabench.config import PARAMS_FILE, load_params
 from parabench.engine.batches import shard_batches
-from parabench.engine.distributed import gather_objects, start, stop
 from parabench.engine.plan import RunPlan, make_plan
-from parabench.engine.step import prepare
 from parabench.engine.timing import StepClock
 from parabench.engine.train_pass import train_pass
+from parabench.engine.trainer import Trainer, build_trainer
 from parabench.io import read_json, write_json
 from parabench.paths import prepared_dir
-from parabench.strategies.base import Parallelized
+from parabench.runtime.collectives import slowest_per_step
+from parabench.runtime.process import start, stop
 
 WORKLOAD = "fashion_mnist"
 
@@ -55,11 +56,10 @@ PHASES = ["alone", "side_by_side", "ddp", "allreduce"]
 
 
 class Phase(NamedTuple):
-    """One phase's model as its strategy made it, its optimiser and its step clock."""
+    """One phase's model as its strategy made it, with its optimiser, and its step clock."""
 
     plan: RunPlan
-    parallel: Parallelized
-    optimizer: torch.optim.Optimizer
+    trainer: Trainer
     clock: StepClock
 
 
@@ -72,17 +72,18 @@ def run_worker(params_path: Path, steps: int, warmup: int, out: Path) -> None:
     torch.set_num_threads(ddp_plan.threads)
     process = start(ddp_plan.machine)
     try:
-        data, _ = ddp_plan.workload.load_data(prepared_dir(ddp_plan.workload.dataset))
+        data = ddp_plan.workload.open(prepared_dir("fashion_mnist"), ddp_plan.settings)
         batch, seed = ddp_plan.settings.batch_size, ddp_plan.settings.seed
-        shard = list(itertools.islice(
-            shard_batches(len(data), batch, process.rank, process.world_size, seed, epoch=0), warmup + steps))
-        whole = list(itertools.islice(shard_batches(len(data), batch, 0, 1, seed, epoch=0), warmup + steps))
-        phases = {name: Phase(plan, *prepare(plan, process), StepClock(process.device, warmup))
+        shard = [data.train_batch(0, chosen) for chosen in itertools.islice(
+            shard_batches(data.train_units, batch, process.rank, process.world_size, seed, epoch=0), warmup + steps)]
+        whole = [data.train_batch(0, chosen) for chosen in itertools.islice(
+            shard_batches(data.train_units, batch, 0, 1, seed, epoch=0), warmup + steps)]
+        phases = {name: Phase(plan, build_trainer(plan, process), StepClock(process.device, warmup))
                   for name, plan in plans.items() if name != "alone" or process.is_main}
 
-        def step(name: str, indices: torch.Tensor) -> None:
+        def step(name: str, one_batch: Batch) -> None:
             phase = phases[name]
-            train_pass(phase.plan, phase.parallel, phase.optimizer, data, [indices], phase.clock)
+            train_pass(phase.trainer, data, [one_batch], 1, phase.clock, None)
 
         for shard_batch, whole_batch in zip(shard, whole):
             if process.is_main:
@@ -90,8 +91,7 @@ def run_worker(params_path: Path, steps: int, warmup: int, out: Path) -> None:
             for name in PHASES[1:]:
                 dist.barrier()
                 step(name, shard_batch)
-        slowest = {name: [max(ranks) for ranks in zip(*gather_objects(phases[name].clock.durations))]
-                   for name in PHASES[1:]}
+        slowest = {name: slowest_per_step(phases[name].clock.durations) for name in PHASES[1:]}
         if process.is_main:
             write_json(out, {"alone": phases["alone"].clock.durations, **slowest})
     finally:

@@ -1,25 +1,34 @@
-"""Stage benchmark: every listed strategy side by side, interleaved over rounds; JSON, CSV and a bar chart."""
+"""Stage benchmark@<workload>: every listed strategy and the machine's ceiling, interleaved over rounds."""
 
-from pathlib import Path
+import argparse
 
 from parabench.cli import stage_main
-from parabench.config import load_params
-from parabench.engine.benchmark import run_benchmark
+from parabench.config import load_params, read_raw_params
+from parabench.engine.cells import benchmark_cells, plan_cell, run_cells
 from parabench.io import write_atomic, write_json
-from parabench.report.benchmark import skipped, summarize_benchmark, table
+from parabench.paths import benchmark_figure_file, benchmark_metrics_dir, benchmark_table_file, results_file
+from parabench.report.benchmark import compact, skipped, summarize_cells, table
 from parabench.report.benchmark_figure import draw
-
-METRICS = Path("metrics/benchmark.json")
-TABLE = Path("plots/benchmark.csv")
-FIGURE = Path("plots/benchmark.png")
+from parabench.runtime.hardware import resolve
+from parabench.workloads import WORKLOADS
 
 
 def main() -> None:
-    results = summarize_benchmark(run_benchmark(load_params()))
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("workload", choices=sorted(WORKLOADS))
+    args = parser.parse_args()
+    params, raw = load_params(), read_raw_params()
+    options = params.benchmark
+    cells = benchmark_cells(args.workload, options.strategies, resolve(params.hardware).devices)
+    planned = [plan_cell(raw, cell) for cell in cells]
+    run_cells(planned, options.rounds, options.warmup_steps, options.timed_steps)
+    results = summarize_cells(planned)
     rows = table(results)
-    write_atomic(TABLE, lambda tmp: rows.to_csv(tmp, index=False, float_format="%.6g"))
-    draw(rows, skipped(results), FIGURE)
-    write_json(METRICS, results)
+    write_atomic(benchmark_table_file(args.workload), lambda tmp: rows.to_csv(tmp, index=False, float_format="%.6g"))
+    draw(args.workload, rows, skipped(results), benchmark_figure_file(args.workload))
+    write_json(results_file("benchmark", args.workload), results)
+    for label, figures in results.items():
+        write_json(benchmark_metrics_dir(args.workload) / f"{label}.json", compact(figures))
 
 
 if __name__ == "__main__":

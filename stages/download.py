@@ -15,7 +15,7 @@ def main() -> None:
     args = parser.parse_args()
     params = load_params()
     check_all(params)
-    DATASETS[args.dataset].download(raw_dir(args.dataset), params.source(args.dataset))
+    DATASETS[args.dataset].download(raw_dir(args.dataset), params.data_source(args.dataset))
 
 
 if __name__ == "__main__":

@@ -1,12 +1,12 @@
-"""Stage evaluate@<workload>: test accuracy of the trained and the reference model."""
+"""Stage evaluate@<workload>: the workload's test scores of the trained and the reference model."""
 
 import argparse
 
 from parabench.cli import stage_main
 from parabench.config import load_params
-from parabench.evaluation import evaluate_models
+from parabench.engine.evaluation import evaluate_models
 from parabench.io import write_json
-from parabench.paths import eval_metrics_file
+from parabench.paths import results_file
 from parabench.workloads import WORKLOADS
 
 
@@ -14,7 +14,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("workload", choices=sorted(WORKLOADS))
     args = parser.parse_args()
-    write_json(eval_metrics_file(args.workload), evaluate_models(load_params(), args.workload))
+    write_json(results_file("eval", args.workload), evaluate_models(load_params(), args.workload))
 
 
 if __name__ == "__main__":

@@ -1,11 +1,11 @@
-"""Stage speedup@<workload>: speedup and scaling efficiency of the run against the reference run."""
+"""Stage speedup@<workload>: the run against its reference, in a few numbers, with the robust interleaved ratio."""
 
 import argparse
 
 from parabench.cli import stage_main
 from parabench.io import read_json, write_json
-from parabench.paths import eval_metrics_file, speedup_metrics_file, train_metrics_file
-from parabench.report.speedup import compare
+from parabench.paths import results_file, speedup_metrics_file
+from parabench.report.speedup import compare, details
 from parabench.workloads import WORKLOADS
 
 
@@ -13,12 +13,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("workload", choices=sorted(WORKLOADS))
     args = parser.parse_args()
-    result = compare(
-        read_json(train_metrics_file("train", args.workload)),
-        read_json(train_metrics_file("reference", args.workload)),
-        read_json(eval_metrics_file(args.workload)),
-    )
-    write_json(speedup_metrics_file(args.workload), result)
+    run, reference = (read_json(results_file(role, args.workload)) for role in ("train", "reference"))
+    evaluation = read_json(results_file("eval", args.workload))
+    benchmark = read_json(results_file("benchmark", args.workload))
+    write_json(speedup_metrics_file(args.workload), compare(run, reference, evaluation, benchmark))
+    write_json(results_file("speedup", args.workload), details(run, reference, evaluation))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 import argparse
 
 from parabench.cli import stage_main
+from parabench.config import load_params
 from parabench.engine.launch import train
+from parabench.engine.plan import make_plan
 from parabench.paths import ROLES
 from parabench.workloads import WORKLOADS
 
@@ -13,7 +15,7 @@ def main() -> None:
     parser.add_argument("workload", choices=sorted(WORKLOADS))
     parser.add_argument("--role", choices=ROLES, default="train")
     args = parser.parse_args()
-    train(args.workload, args.role)
+    train(make_plan(load_params(), args.workload, args.role))
 
 
 if __name__ == "__main__":

@@ -1,21 +1,26 @@
-"""A one-core CPU machine and strategy setup for tests that build plans or apply strategies by hand."""
+"""Shared test setups: a CPU machine and strategy setup, tiny fashion_mnist plans, and data a working loop must learn."""
+
+from typing import Any
 
 import torch
 
-from parabench.engine.distributed import Process
-from parabench.engine.hardware import Machine
+from parabench.engine.plan import RunPlan
+from parabench.runtime.hardware import Machine
+from parabench.runtime.process import Process
+from parabench.strategies import STRATEGIES
 from parabench.strategies.base import StrategySetup
 from parabench.strategies.options import PartitionOptions, PipelineOptions
+from parabench.workloads.fashion_mnist import FashionMnistData, FashionMnistSettings
 
 CPU_PROCESS = Process(rank=0, local_rank=0, world_size=1, device=torch.device("cpu"))
 
 
 def cpu_setup(devices: int = 1, split_size: int = 8, engine: str = "inprocess", schedule: str = "gpipe",
-              balance: str = "parameters", blocks: int = 6, sample_shape: tuple[int, ...] = (8, 1, 12, 12)
-              ) -> StrategySetup:
-    """A CPU machine with `devices` (virtual) devices, one thread per process, and the given strategy options."""
+              balance: str = "parameters", blocks: int = 6, sample_shape: tuple[int, ...] = (8, 1, 12, 12),
+              threads: int = 1) -> StrategySetup:
+    """A CPU machine with `devices` (virtual) devices, `threads` per process, and the given strategy options."""
     machine = Machine(accelerator="cpu", devices=devices, nodes=1, backend="gloo", cores=1, max_restarts=0,
-                      threads_setting=1)
+                      threads_setting=threads)
     return StrategySetup(
         machine=machine,
         partition=PartitionOptions(balance=balance),
@@ -23,3 +28,42 @@ def cpu_setup(devices: int = 1, split_size: int = 8, engine: str = "inprocess", 
         blocks=blocks,
         sample_shape=sample_shape,
     )
+
+
+def tiny_settings(**changes: Any) -> FashionMnistSettings:
+    """fashion_mnist hyper-parameters small enough for a test: width 4, batch 16."""
+    values = dict(epochs=2, batch_size=16, lr=0.05, momentum=0.9, weight_decay=0.0, scaling="strong",
+                  train_subset=None, eval_batch_size=32, warmup_steps=1, seed=0, width=4)
+    return FashionMnistSettings(**{**values, **changes})
+
+
+def tiny_plan(strategy: str = "single", setup: StrategySetup | None = None, role: str = "train",
+              **changes: Any) -> RunPlan:
+    """A fashion_mnist plan on `setup` (one CPU device by default), the global batch being settings.batch_size."""
+    settings = tiny_settings(**changes)
+    setup = setup or cpu_setup(sample_shape=(settings.batch_size, 1, 28, 28))
+    chosen = STRATEGIES[strategy]
+    return RunPlan(role=role, workload_name="fashion_mnist", strategy_name=strategy, scale="tiny", settings=settings,
+                   setup=setup, replicas=chosen.data_replicas(setup), global_batch=settings.batch_size,
+                   lr=settings.lr)
+
+
+def separable_images(count: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Noisy images whose label says which half is bright (left: 0, right: 1), so a working loop must learn them.
+
+    Both classes have the same mean brightness: BatchNorm's statistics carry no hint of the labels in a batch.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    labels = torch.randint(0, 2, (count,), generator=generator)
+    images = torch.rand(count, 1, 28, 28, generator=generator) * 60
+    columns = torch.arange(28).view(1, 1, 1, 28)
+    bright_half = (columns >= 14) == labels.view(-1, 1, 1, 1).bool()
+    return (images + bright_half * 150).to(torch.uint8), labels
+
+
+def separable_data(train: int = 128, test: int = 64, seed: int = 0, eval_batch_size: int = 32) -> FashionMnistData:
+    """fashion_mnist's data type holding separable images: `train` to learn from, `test` to score."""
+    train_images, train_labels = separable_images(train, seed)
+    test_images, test_labels = separable_images(test, seed + 1)
+    return FashionMnistData(train_images, train_labels, test_images, test_labels, eval_batch_size,
+                            "separable test images generated in the test")

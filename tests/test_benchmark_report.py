@@ -1,64 +1,72 @@
-"""Benchmark figures from recorded runs: medians, spread over rounds, speedup against single, skipped strategies."""
+"""Benchmark figures from recorded cell runs: medians, spread over rounds, speedup, efficiency, the ceiling, skips."""
 
-from parabench.engine.benchmark import StrategyRuns, interleaved
-from parabench.engine.plan import RunPlan
-from parabench.report.benchmark import skipped, summarize_benchmark, table
+import pytest
+
+from parabench.engine.cells import Cell, CellRuns, interleaved
+from parabench.report.benchmark import compact, skipped, summarize_cells, table
 from parabench.report.benchmark_figure import draw
-from parabench.strategies import STRATEGIES
-from parabench.workloads import WORKLOADS
-from tests.setups import cpu_setup
+from tests.setups import cpu_setup, tiny_plan
 
 
-def plan_for(strategy: str, devices: int) -> RunPlan:
-    workload = WORKLOADS["fashion_mnist"]
-    settings = workload.settings_model(
-        epochs=1, batch_size=64, lr=0.1, momentum=0.0, weight_decay=0.0, scaling="strong", train_subset=None,
-        eval_batch_size=64, warmup_steps=0, seed=0, width=4,
-    )
-    setup = cpu_setup(devices=devices)
-    chosen = STRATEGIES[strategy]
-    return RunPlan(role="benchmark", workload=workload, strategy=chosen, setup=setup, settings=settings,
-                   processes=chosen.processes(setup), replicas=chosen.data_replicas(setup), global_batch=64, lr=0.1)
+def run(step_seconds: list[float], ranks: int, other: float = 0.0) -> dict:
+    return {"unit": "sample", "step_durations": step_seconds, "peak_memory_mb": [100.0 + r for r in range(ranks)],
+            "memory_kind": "cpu_max_rss", "other_cpu_share": other, "strategy_details": {}}
 
 
-def run(step_seconds: list[float], ranks: int) -> dict:
-    return {"step_durations": step_seconds, "peak_memory_mb": [100.0 + r for r in range(ranks)],
-            "memory_kind": "cpu_max_rss", "strategy_details": {}}
+def entries() -> list[CellRuns]:
+    two = cpu_setup(devices=2, sample_shape=(64, 1, 28, 28))
+    single = CellRuns(Cell("fashion_mnist", "single"), tiny_plan("single", two, "benchmark", batch_size=64),
+                      runs=[run([0.2, 0.2, 0.3], 1), run([0.2, 0.4, 0.2], 1)])
+    ddp = CellRuns(Cell("fashion_mnist", "ddp"), tiny_plan("ddp", two, "benchmark", batch_size=64),
+                   runs=[run([0.1, 0.1, 0.1], 2), run([0.2, 0.1, 0.2], 2, other=0.3)])
+    ceiling_plan = tiny_plan("single", two, "benchmark", batch_size=64).model_copy(update={"copies": 2})
+    ceiling = CellRuns(Cell("fashion_mnist", "single", copies=2), ceiling_plan,
+                       runs=[run([0.08, 0.08, 0.08], 2), run([0.08, 0.08, 0.08], 2)])
+    dp = CellRuns(Cell("fashion_mnist", "dp"), None, skipped_reason="needs CUDA; use ddp")
+    return [single, ddp, ceiling, dp]
 
 
-def entries() -> list[StrategyRuns]:
-    single = StrategyRuns("fashion_mnist", "single", plan_for("single", 2),
-                          runs=[run([0.2, 0.2, 0.3], 1), run([0.2, 0.4, 0.2], 1)])
-    ddp = StrategyRuns("fashion_mnist", "ddp", plan_for("ddp", 2),
-                       runs=[run([0.1, 0.1, 0.1], 2), run([0.2, 0.1, 0.2], 2)])
-    dp = StrategyRuns("fashion_mnist", "dp", None, skipped_reason="needs CUDA; use ddp")
-    return [single, ddp, dp]
-
-
-def test_medians_spread_speedup_and_efficiency():
-    results = summarize_benchmark(entries())["fashion_mnist"]
-    single, ddp = results["single"], results["ddp"]
-    assert single["samples_per_s"] == 64 / 0.2  # median of all six steps
-    assert (single["samples_per_s_min"], single["samples_per_s_max"]) == (64 / 0.2, 64 / 0.2)
-    assert ddp["samples_per_s"] == 64 / 0.1
-    assert (ddp["samples_per_s_min"], ddp["samples_per_s_max"]) == (64 / 0.2, 64 / 0.1)
+def test_medians_spread_speedup_efficiency_and_ceiling():
+    results = summarize_cells(entries())
+    single, ddp, ceiling = results["single"], results["ddp"], results["ceiling"]
+    assert single["rate"] == 64 / 0.2  # median of all six steps
+    assert (single["rate_slowest_round"], single["rate_fastest_round"]) == (64 / 0.2, 64 / 0.2)
+    assert ddp["rate"] == 64 / 0.1
+    assert (ddp["rate_slowest_round"], ddp["rate_fastest_round"]) == (64 / 0.2, 64 / 0.1)
     assert ddp["speedup"] == 2.0 and ddp["scaling_efficiency"] == 1.0
-    assert ddp["devices"] == 2 and ddp["devices_virtual"] is True and single["devices_virtual"] is False
+    assert ceiling["speedup"] == pytest.approx(2.5) and ceiling["devices"] == 2
+    assert ddp["efficiency_vs_ceiling"] == pytest.approx(2.0 / 2.5)
+    assert single["efficiency_vs_ceiling"] is None, "one device is not compared with a two-device ceiling"
+    assert ddp["devices_virtual"] is True and single["devices_virtual"] is False
     assert ddp["peak_memory_mb"] == {"rank0": 100.0, "rank1": 101.0}
-    assert ddp["environment"]["processes"] == 2
+    assert ddp["contended"] is True and single["contended"] is False, "another program took 30% of the CPU"
+    assert ddp["environment"]["processes"] == 2 and "cpu_capability" in ddp["environment"]
 
 
-def test_skipped_strategy_has_a_reason_and_no_number(tmp_path):
-    results = summarize_benchmark(entries())
-    assert results["fashion_mnist"]["dp"] == {"status": "skipped", "reason": "needs CUDA; use ddp"}
+def test_compact_metrics_hold_a_few_numbers():
+    results = summarize_cells(entries())
+    assert compact(results["ddp"]) == {"status": "ran", "samples_per_s": 640.0, "speedup": 2.0,
+                                       "scaling_efficiency": 1.0, "efficiency_vs_ceiling": pytest.approx(0.8),
+                                       "contended": True}
+    assert compact(results["dp"]) == {"status": "skipped"}
+
+
+def test_skipped_cell_has_a_reason_and_no_number(tmp_path):
+    results = summarize_cells(entries())
+    assert results["dp"] == {"status": "skipped", "reason": "needs CUDA; use ddp"}
     rows = table(results)
-    assert list(rows["strategy"]) == ["single", "ddp"]
-    assert skipped(results) == [("fashion_mnist", "dp", "needs CUDA; use ddp")]
-    draw(rows, skipped(results), tmp_path / "figure.png")
+    assert list(rows["cell"]) == ["single", "ddp", "ceiling"]
+    assert skipped(results) == [("dp", "needs CUDA; use ddp")]
+    draw("fashion_mnist", rows, skipped(results), tmp_path / "figure.png")
     assert (tmp_path / "figure.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_rounds_rotate_the_order():
-    three = entries()
-    orders = [[entry.strategy for entry in interleaved(three, r)] for r in range(3)]
-    assert orders == [["single", "ddp", "dp"], ["ddp", "dp", "single"], ["dp", "single", "ddp"]]
+    three = entries()[:3]
+    orders = [[entry.cell.label for entry in interleaved(three, r)] for r in range(3)]
+    assert orders == [["single", "ddp", "ceiling"], ["ddp", "ceiling", "single"], ["ceiling", "single", "ddp"]]
+
+
+def test_cell_labels_name_their_overrides():
+    assert Cell("resnet50", "pipeline", (("pipeline.split_size", 12),)).label == "pipeline pipeline.split_size=12"
+    assert Cell("fashion_mnist", "single", copies=2).label == "ceiling"

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from parabench.config import load_params
-from parabench.engine.hardware import resolve
+from parabench.runtime.hardware import resolve
 from parabench.engine.plan import check_all, make_plan
 from parabench.errors import ConfigError, StrategyUnavailable
 
@@ -12,7 +12,7 @@ from parabench.errors import ConfigError, StrategyUnavailable
 def test_committed_params_are_valid(base_params, write_params):
     params = load_params(write_params(base_params))
     check_all(params)
-    assert params.strategy == "single"
+    assert (params.strategy, params.reference.strategy) == ("ddp", "single")
 
 
 def test_unknown_strategy_lists_the_valid_ones(base_params, write_params):
@@ -74,10 +74,10 @@ def test_weak_scaling_multiplies_batch_and_lr(base_params, write_params):
     base_params["scale"] = "paper"
     base_params["hardware"].update(accelerator="cpu", devices=2)
     params = load_params(write_params(base_params))
-    plan = make_plan(params, "fashion_mnist", "train", resolve(params.hardware))
+    plan = make_plan(params, "fashion_mnist", "train", machine=resolve(params.hardware))
     assert (plan.processes, plan.replicas, plan.global_batch) == (2, 2, 512)
     assert plan.lr == pytest.approx(0.2)
-    reference = make_plan(params, "fashion_mnist", "reference", resolve(params.hardware))
+    reference = make_plan(params, "fashion_mnist", "reference", machine=resolve(params.hardware))
     assert (reference.processes, reference.global_batch, reference.lr) == (1, 256, 0.1)
 
 

@@ -12,7 +12,6 @@ dp (CUDA only) is held to atol 1e-5: GPU kernels also sum the forward and backwa
 All strategies run in the same two spawns (one per BatchNorm mode), shared by the tests of this module.
 """
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from parabench.engine.distributed import Process
+from parabench.runtime.process import Process
+from parabench.batch import Batch
 from parabench.errors import StrategyUnavailable
 from parabench.strategies import allreduce, ddp, dp, fsdp
 from parabench.strategies.base import Strategy
@@ -57,7 +57,7 @@ def loop_step(strategy: Strategy, rank: int, batchnorm_training: bool) -> State:
     optimizer = torch.optim.SGD(parallel.module.parameters(), lr=LR)
     mine = first_batch(parallel.shard_index, parallel.shard_count)
     optimizer.zero_grad()
-    parallel.train_step(images[mine], labels[mine], F.cross_entropy)
+    parallel.train_step(Batch(images[mine], labels[mine]), F.cross_entropy)
     optimizer.step()
     return {name: tensor.detach().clone() for name, tensor in parallel.full_state_dict().items()}
 
@@ -148,7 +148,7 @@ def test_dp_is_one_process_over_all_devices():
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="DataParallel needs 2 CUDA GPUs")
 def test_dp_equals_single_with_frozen_batchnorm():
     base = cpu_setup(devices=2)
-    setup = dataclasses.replace(base, machine=dataclasses.replace(base.machine, accelerator="cuda", backend="nccl"))
+    setup = base.model_copy(update={"machine": base.machine.model_copy(update={"accelerator": "cuda", "backend": "nccl"})})
     dp.STRATEGY.check(setup, GLOBAL_BATCH)
     images, labels = make_data()
     parallel = dp.STRATEGY.apply(make_model(), Process(0, 0, 1, torch.device("cuda", 0)), setup)
@@ -158,7 +158,7 @@ def test_dp_equals_single_with_frozen_batchnorm():
     optimizer.zero_grad()
     # cuDNN convolutions default to TF32, whose 10-bit mantissa would swamp the CPU reference's tolerance.
     with torch.backends.cudnn.flags(enabled=False):
-        parallel.train_step(images[whole].to(parallel.input_device), labels[whole], F.cross_entropy)
+        parallel.train_step(Batch(images[whole].to(parallel.input_device), labels[whole]), F.cross_entropy)
     optimizer.step()
     state = {name: tensor.cpu() for name, tensor in parallel.full_state_dict().items()}
     assert list(state) == list(make_model().state_dict())

@@ -18,7 +18,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from parabench.engine.batches import shard_batches
-from parabench.engine.distributed import Process
+from parabench.runtime.process import Process
 from parabench.models.resnet import d2l_resnet18
 from parabench.strategies import STRATEGIES
 from tests.multiprocess import run_ranks

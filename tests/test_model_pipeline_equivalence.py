@@ -11,7 +11,6 @@ parameters after one SGD step (lr 0.1) within rtol 1e-4, atol 1e-6, as in the DD
 engine runs in 2 real gloo processes; on the CPU its 2 devices are virtual.
 """
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from parabench.engine.distributed import Process
+from parabench.runtime.process import Process
+from parabench.batch import Batch
 from parabench.errors import ConfigError, StrategyUnavailable
 from parabench.models.resnet import d2l_resnet18
 from parabench.strategies import single
@@ -56,7 +56,7 @@ def step_through(strategy: Strategy, setup: StrategySetup, batchnorm_training: b
     parallel = strategy.apply(model, CPU_PROCESS, setup)
     parallel.module.train(batchnorm_training)
     images, labels = make_data()
-    loss, outputs = parallel.train_step(images, labels, F.cross_entropy)
+    loss, outputs = parallel.train_step(Batch(images, labels), F.cross_entropy)
     return parallel, loss, outputs, {name: p.grad for name, p in model.named_parameters()}
 
 
@@ -128,7 +128,7 @@ def test_fewer_than_two_devices_names_hardware_devices(strategy):
 @pytest.mark.parametrize("strategy", [MODEL_PARALLEL, PIPELINE])
 def test_more_gpus_than_present_is_unavailable(strategy, monkeypatch):
     setup = cpu_setup(4, split_size=2)
-    cuda_setup = replace(setup, machine=replace(setup.machine, accelerator="cuda"))
+    cuda_setup = setup.model_copy(update={"machine": setup.machine.model_copy(update={"accelerator": "cuda"})})
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     with pytest.raises(StrategyUnavailable, match="hardware.devices=4"):
         strategy.check(cuda_setup, BATCH)
@@ -177,7 +177,7 @@ def distributed_rank(rank: int, world_size: int, out: Path) -> None:
         optimizer = torch.optim.SGD(parallel.module.parameters(), lr=LR)
         optimizer.zero_grad()
         images, labels = make_data()
-        loss, outputs = parallel.train_step(images, labels, F.cross_entropy)
+        loss, outputs = parallel.train_step(Batch(images, labels), F.cross_entropy)
         optimizer.step()
         result = {"state": parallel.full_state_dict(), "loss": loss, "outputs": outputs, "details": parallel.details}
         torch.save(result, out / f"{schedule}-{split_size}-{batchnorm_training}-rank{rank}.pt")

@@ -15,13 +15,20 @@ import yaml
 
 from parabench.data.idx import write_idx
 from tests.conftest import PROJECT_ROOT
+from tests.miniimagenet_fixture import write_image_folder
 
-TOP_LEVEL_OUTPUTS = {".venv", ".git", "data", "models", "metrics", "plots", "checkpoints", "dvc.lock", "report"}
+TOP_LEVEL_OUTPUTS = {".venv", ".git", "data", "models", "metrics", "plots", "checkpoints", "results", "dvc.lock"}
 ANYWHERE = {"__pycache__", ".pytest_cache", "cache", "tmp"}
 TINY_SCALE = {
     "epochs": 2, "batch_size": 32, "lr": 0.05, "momentum": 0.0, "weight_decay": 0.0, "scaling": "strong",
     "train_subset": None, "eval_batch_size": 64, "warmup_steps": 1, "seed": 0, "width": 4,
 }
+TINY_EPISODES = {
+    "epochs": 2, "batch_size": 2, "lr": 0.001, "scaling": "strong", "warmup_steps": 1, "seed": 0, "encoder": "conv4",
+    "width": 4, "n_way": 3, "n_shot": 1, "n_query": 2, "eval_n_query": 1, "episodes_per_epoch": 4, "val_episodes": 3,
+    "test_episodes": 5, "eval_batch_size": 5, "lr_step_size": None, "lr_gamma": 0.5,
+}
+WORKLOADS = ("fashion_mnist", "miniimagenet")
 
 
 def write_fixture_dataset(folder: Path) -> None:
@@ -43,11 +50,14 @@ def make_project(tmp_path: Path) -> Path:
 
     shutil.copytree(PROJECT_ROOT, project, ignore=outputs)
     write_fixture_dataset(tmp_path / "fixture-data")
+    write_image_folder(tmp_path / "fixture-episodes")
     params = yaml.safe_load((project / "params.yaml").read_text())
     params["scales"]["fashion_mnist"]["tiny"] = TINY_SCALE
+    params["scales"]["miniimagenet"]["tiny"] = TINY_EPISODES
     params["scale"] = "tiny"
-    params["benchmark"].update(rounds=2, warmup_steps=1, timed_steps=2)
+    params["benchmark"].update(strategies=["single", "ddp", "dp"], rounds=1, warmup_steps=1, timed_steps=2)
     params["data"]["fashion_mnist"]["source"] = str(tmp_path / "fixture-data")
+    params["data"]["miniimagenet"]["source"] = str(tmp_path / "fixture-episodes")
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     return project
 
@@ -69,45 +79,71 @@ def stages_run(output: str) -> set[str]:
     return set(re.findall(r"Running stage '([^']+)'", output))
 
 
+def test_every_timing_stage_depends_on_the_machine():
+    stages = yaml.safe_load((PROJECT_ROOT / "dvc.yaml").read_text())["stages"]
+    assert stages["environment"]["always_changed"] is True
+    for name in ("train", "reference", "benchmark"):
+        assert "results/environment.json" in stages[name]["do"]["deps"], name
+
+
+def stages_of(*kinds: str) -> set[str]:
+    return {f"{kind}@{workload}" for kind in kinds for workload in WORKLOADS}
+
+
 @pytest.mark.slow
-def test_repro_then_ddp_experiment(tmp_path):
+def test_repro_then_experiment(tmp_path):
     project = make_project(tmp_path)
     run(project, "git", "init", "-q")
     run(project, "git", "add", "-A")
     run(project, "git", "commit", "-qm", "project")
 
     first = run(project, "dvc", "repro")
-    every_stage = {f"{stage}@fashion_mnist" for stage in ("download", "prepare", "train", "reference", "evaluate",
-                                                          "speedup")} | {"benchmark"}
-    assert stages_run(first) == every_stage
+    assert stages_run(first) == {"environment"} | stages_of(
+        "download", "prepare", "train", "reference", "evaluate", "benchmark", "speedup")
+    shown = run(project, "dvc", "metrics", "show")
+    header, *rows = shown.splitlines()
+    assert len(header.split()) <= 18 and max(map(len, rows)) <= 350, f"a screen's worth, not more:\n{shown}"
+    for expected in ("speedup", "test_acc", "test_acc_ci95", "data_origin", "SAMPLE", "efficiency_vs_ceiling"):
+        assert expected in shown, expected
+    summary = run(project, "python", "-m", "parabench.report.summary")
+    assert "ddp vs single" in summary and "ceiling" in summary and "miniimagenet" in summary
     run(project, "git", "add", "-A")
     run(project, "git", "commit", "-qm", "baseline")
+    fresh = tmp_path / "fresh"
+    run(tmp_path, "git", "clone", "-q", str(project), str(fresh))
+    unmeasured = json.loads(run(fresh, "dvc", "metrics", "show", "--json").split("\n", 1)[-1])
+    assert "speedup" not in json.dumps(unmeasured), "a fresh clone shows no number it did not measure itself"
 
-    experiment = run(project, "dvc", "exp", "run", "-S", "strategy=ddp")
-    assert stages_run(experiment) == {"train@fashion_mnist", "evaluate@fashion_mnist", "speedup@fashion_mnist"}
-    metrics = yaml.safe_load((project / "metrics/train/fashion_mnist.json").read_text())
-    assert (metrics["strategy"], metrics["processes"], metrics["environment"]["backend"]) == ("ddp", 2, "gloo")
-    assert set(metrics["peak_memory_mb"]) == {"rank0", "rank1"}
-
-    benchmark = json.loads((project / "metrics/benchmark.json").read_text())["fashion_mnist"]
-    assert benchmark["single"]["status"] == "ran" and benchmark["single"]["speedup"] == 1.0
-    assert (project / "plots/benchmark.png").stat().st_size > 0
+    experiment = run(project, "dvc", "exp", "run", "-S", "strategy=allreduce")
+    assert stages_run(experiment) == {"environment"} | stages_of("train", "evaluate", "speedup")
+    for workload in WORKLOADS:
+        record = json.loads((project / f"results/train/{workload}.json").read_text())
+        assert (record["strategy"], record["processes"], record["environment"]["backend"]) == ("allreduce", 2, "gloo")
+        assert set(record["peak_memory_mb"]) == {"rank0", "rank1"}
+        assert record["environment"]["cpu_capability"] and record["environment"]["cpu_model"]
+        compared = json.loads((project / f"metrics/speedup/{workload}.json").read_text())
+        assert (compared["strategy"], compared["reference"]) == ("allreduce", "single")
+        assert "test_acc" in compared and "reference_test_acc" in compared and compared["data_origin"]
+        single = json.loads((project / f"metrics/benchmark/{workload}/single.json").read_text())
+        assert single["status"] == "ran" and single["speedup"] == 1.0
+        assert json.loads((project / f"metrics/benchmark/{workload}/ceiling.json").read_text())["status"] == "ran"
+        assert json.loads((project / f"metrics/benchmark/{workload}/dp.json").read_text()) == {"status": "skipped"}
+        assert (project / f"plots/figures/benchmark-{workload}.png").stat().st_size > 0
+    assert "test_acc_ci95" in json.loads((project / "metrics/speedup/miniimagenet.json").read_text())
 
     table = run(project, "dvc", "exp", "show", "--csv")
-    assert "ddp" in table and "speedup" in table
+    assert "allreduce" in table and "speedup" in table
     assert "train_time_s" in run(project, "dvc", "metrics", "diff")
-    every_metric = run(project, "dvc", "metrics", "diff", "--all")
-    assert "samples_per_s" in every_metric and "test_acc" in every_metric and "speedup" in every_metric
     run(project, "dvc", "plots", "show", "-o", str(tmp_path / "plots"))
     page = (tmp_path / "plots" / "index.html").read_text()
-    assert "test_acc" in page and "train_loss" in page
+    assert "test_acc" in page and "val_acc" in page and "train_loss" in page
     run(project, "dvc", "plots", "diff", "HEAD", "-o", str(tmp_path / "diff"))
     overlay = (tmp_path / "diff" / "index.html").read_text()
     assert "HEAD" in overlay and "workspace" in overlay
 
     # Strategies that ignore the pipeline options finish from their checkpoints when those options change.
     resplit = run(project, "dvc", "exp", "run", "-S", "pipeline.split_size=16")
-    assert {"train@fashion_mnist", "reference@fashion_mnist", "benchmark"} <= stages_run(resplit)
+    assert {"train@fashion_mnist", "reference@fashion_mnist", "benchmark@fashion_mnist"} <= stages_run(resplit)
     for role in ("train", "reference"):
-        metrics = yaml.safe_load((project / f"metrics/{role}/fashion_mnist.json").read_text())
-        assert metrics["resumed_after_epoch"] == TINY_SCALE["epochs"], f"{role} trained again"
+        record = json.loads((project / f"results/{role}/fashion_mnist.json").read_text())
+        assert record["resumed_after_epoch"] == TINY_SCALE["epochs"], f"{role} trained again"

@@ -1,12 +1,16 @@
 """The params.yaml schema: one place that validates every value, up front, and explains what is wrong."""
 
+import copy
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
+from parabench.data.registry import DATASETS
+from parabench.data.source import DataSource
 from parabench.errors import ConfigError
+from parabench.runtime.hardware import Hardware
 from parabench.strategies import STRATEGIES
 from parabench.strategies.options import PartitionOptions, PipelineOptions
 from parabench.workloads import WORKLOADS, TrainSettings
@@ -15,36 +19,38 @@ PARAMS_FILE = Path("params.yaml")
 STRATEGY_NAMES = tuple(STRATEGIES)
 
 
-def _auto_or_positive_int(value: Any) -> int | str:
-    if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
-        return value
-    raise ValueError("must be 'auto' or a whole number >= 1")
-
-
-AutoOrPositiveInt = Annotated[int | str, PlainValidator(_auto_or_positive_int)]
-
-
 class Strict(BaseModel):
     """A schema section that rejects unknown keys."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Hardware(Strict):
-    """Where and how wide to run: `auto` values are resolved on the machine (see engine.hardware)."""
-
-    accelerator: Literal["auto", "cpu", "cuda"]
-    devices: AutoOrPositiveInt
-    nodes: Annotated[int, Field(ge=1)]
-    threads: AutoOrPositiveInt
-    backend: Literal["auto", "gloo", "nccl"]
-    max_restarts: Annotated[int, Field(ge=0)]
-
-
 class Reference(Strict):
     """The run every speedup is measured against."""
 
     strategy: Literal[STRATEGY_NAMES]  # type: ignore[valid-type]
+
+
+class PipelineParams(PipelineOptions):
+    """params.yaml's `pipeline`: the pipeline options, with micro-batch sizes that some workloads set for themselves.
+
+    split_size counts units: a few-shot episode holds dozens of images, so `split_sizes` may give it its own.
+    """
+
+    split_sizes: dict[str, Annotated[int, Field(ge=1)]]
+
+    @field_validator("split_sizes")
+    @classmethod
+    def _known_workloads(cls, value: dict[str, int]) -> dict[str, int]:
+        unknown = sorted(set(value) - set(WORKLOADS))
+        if unknown:
+            raise ValueError(f"names no workload: {', '.join(unknown)}; the workloads are {', '.join(WORKLOADS)}")
+        return value
+
+    def for_workload(self, workload: str) -> PipelineOptions:
+        """The options a workload's pipeline runs with."""
+        return PipelineOptions(engine=self.engine, split_size=self.split_sizes.get(workload, self.split_size),
+                               schedule=self.schedule)
 
 
 class BenchmarkOptions(Strict):
@@ -63,26 +69,15 @@ class BenchmarkOptions(Strict):
         return value
 
 
-class DataSource(Strict):
-    """Where a dataset comes from: `download` (official URLs, mirror first) or a local folder."""
-
-    source: str
-
-    @field_validator("source")
-    @classmethod
-    def _download_or_existing_folder(cls, value: str) -> str:
-        if value != "download" and not Path(value).is_dir():
-            raise ValueError(f"'{value}' is neither 'download' nor an existing folder")
-        return value
-
-
 Scales = create_model(
     "Scales",
     __base__=Strict,
     **{name: (dict[str, workload.settings_model], ...) for name, workload in WORKLOADS.items()},
 )
-DATASET_NAMES = sorted({workload.dataset for workload in WORKLOADS.values()})
-DataSources = create_model("DataSources", __base__=Strict, **{name: (DataSource, ...) for name in DATASET_NAMES})
+DATASET_NAMES = sorted({workload.dataset for workload in WORKLOADS.values() if workload.dataset is not None})
+DataSources = create_model(
+    "DataSources", __base__=Strict, **{name: (DATASETS[name].source_model, ...) for name in DATASET_NAMES}
+)
 
 
 class Params(Strict):
@@ -92,7 +87,7 @@ class Params(Strict):
     reference: Reference
     hardware: Hardware
     partition: PartitionOptions
-    pipeline: PipelineOptions
+    pipeline: PipelineParams
     benchmark: BenchmarkOptions
     scale: str
     scales: Scales  # type: ignore[valid-type]
@@ -102,13 +97,18 @@ class Params(Strict):
         """The hyper-parameters of `workload` at the chosen scale."""
         return getattr(self.scales, workload)[self.scale]
 
-    def source(self, dataset: str) -> str:
-        """Where a dataset comes from: `download` or a local folder."""
-        return getattr(self.data, dataset).source
+    def data_source(self, dataset: str) -> DataSource:
+        """A dataset's params section: where it comes from (`download` or a local folder), and its options."""
+        return getattr(self.data, dataset)
 
 
 def load_params(path: Path = PARAMS_FILE) -> Params:
     """Read and validate params.yaml; every problem becomes one ConfigError naming key, value and fix."""
+    return validate_params(read_raw_params(path), str(path))
+
+
+def read_raw_params(path: Path = PARAMS_FILE) -> dict[str, Any]:
+    """params.yaml as plain YAML values, not validated yet."""
     try:
         raw = yaml.safe_load(path.read_text())
     except FileNotFoundError:
@@ -117,15 +117,35 @@ def load_params(path: Path = PARAMS_FILE) -> Params:
         raise ConfigError(f"{path}: not valid YAML: {err}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping of keys at the top level, found {type(raw).__name__}.")
+    return raw
+
+
+def validate_params(raw: dict[str, Any], where: str) -> Params:
+    """Validate plain params values; `where` names their origin (the file, plus any overrides) in errors."""
     try:
         params = Params.model_validate(raw)
     except ValidationError as err:
-        raise ConfigError(_explain(path, err)) from None
-    _check_cross_fields(path, params)
+        raise ConfigError(_explain(where, err)) from None
+    _check_cross_fields(where, params)
     return params
 
 
-def _explain(path: Path, err: ValidationError) -> str:
+def with_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """A copy of plain params values with dotted keys replaced, e.g. {"pipeline.split_size": 12}."""
+    changed = copy.deepcopy(raw)
+    for dotted, value in overrides.items():
+        *parents, leaf = dotted.split(".")
+        section = changed
+        for key in parents:
+            if not isinstance(section.get(key), dict):
+                raise ConfigError(f"override {dotted}={value!r}: params.yaml has no section {key!r} there; "
+                                  "check the key's spelling against params.yaml.")
+            section = section[key]
+        section[leaf] = value
+    return changed
+
+
+def _explain(path: str, err: ValidationError) -> str:
     lines = [f"{path} is invalid ({err.error_count()} problem{'s' if err.error_count() > 1 else ''}):"]
     for problem in err.errors():
         key = ".".join(str(part) for part in problem["loc"])
@@ -146,7 +166,7 @@ def _describe(problem: dict[str, Any]) -> str:
     return f"{given!r}: {problem['msg'].removeprefix('Value error, ')}"
 
 
-def _check_cross_fields(path: Path, params: Params) -> None:
+def _check_cross_fields(path: str, params: Params) -> None:
     for workload in WORKLOADS:
         by_scale = getattr(params.scales, workload)
         if params.scale not in by_scale:

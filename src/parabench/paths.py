@@ -3,6 +3,7 @@
 from pathlib import Path
 
 ROLES = ("train", "reference")
+ENVIRONMENT_FILE = Path("results/environment.json")
 
 
 def raw_dir(dataset: str) -> Path:
@@ -25,9 +26,9 @@ def checkpoint_file(role: str, workload: str) -> Path:
     return Path("checkpoints") / role / f"{workload}.pt"
 
 
-def train_metrics_file(role: str, workload: str) -> Path:
-    """Summary of one training run."""
-    return Path("metrics") / role / f"{workload}.json"
+def results_file(kind: str, workload: str) -> Path:
+    """Everything one stage measured (train, reference, eval, benchmark), environment included: not a metric."""
+    return Path("results") / kind / f"{workload}.json"
 
 
 def train_curve_file(role: str, workload: str) -> Path:
@@ -35,11 +36,21 @@ def train_curve_file(role: str, workload: str) -> Path:
     return Path("plots") / role / f"{workload}.csv"
 
 
-def eval_metrics_file(workload: str) -> Path:
-    """Test accuracy of the trained and the reference model."""
-    return Path("metrics/eval") / f"{workload}.json"
-
-
 def speedup_metrics_file(workload: str) -> Path:
-    """Speedup, scaling efficiency and accuracy delta against the reference."""
+    """The few numbers that compare the run with its reference: a row of `dvc metrics show`."""
     return Path("metrics/speedup") / f"{workload}.json"
+
+
+def benchmark_metrics_dir(workload: str) -> Path:
+    """One small JSON per benchmark cell (rate, speedup, efficiencies): a row each in `dvc metrics show`."""
+    return Path("metrics/benchmark") / workload
+
+
+def benchmark_table_file(workload: str) -> Path:
+    """One row per benchmark cell, for `dvc plots`."""
+    return Path("plots/benchmark") / f"{workload}.csv"
+
+
+def benchmark_figure_file(workload: str) -> Path:
+    """The benchmark's bar chart with its spread."""
+    return Path("plots/figures") / f"benchmark-{workload}.png"

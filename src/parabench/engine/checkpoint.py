@@ -1,4 +1,4 @@
-"""Per-epoch checkpoints: save after each epoch, resume a crashed run where it stopped."""
+"""Per-epoch checkpoints: save after each epoch, resume a crashed run where it stopped, never another run's."""
 
 import hashlib
 import json
@@ -8,10 +8,29 @@ from typing import Any
 
 import torch
 
-from parabench.engine.distributed import Process, broadcast_object
+from parabench.engine.plan import RunPlan
 from parabench.io import write_atomic
+from parabench.runtime.collectives import broadcast_object
+from parabench.runtime.process import Process
 
 log = logging.getLogger("parabench.checkpoint")
+
+
+def run_description(plan: RunPlan) -> dict[str, Any]:
+    """Everything that shapes the run's epochs and their timings; runs with equal descriptions share checkpoints.
+
+    `epochs` is left out on purpose: epoch k does the same work whatever the total (data order seeded per
+    epoch, schedules counted in steps), so a longer run may continue a shorter one's checkpoint. The machine
+    is in: a resumed run keeps the step times of its checkpoint, which must have been measured alike.
+    """
+    machine = plan.machine
+    return {
+        **plan.describe(),
+        "machine": {"accelerator": machine.accelerator, "backend": machine.backend, "cores": machine.cores,
+                    "threads": plan.threads},
+        "settings": plan.settings.model_dump(exclude={"epochs"}),
+        **{section: getattr(plan.setup, section).model_dump() for section in plan.strategy.options},
+    }
 
 
 def fingerprint(description: dict[str, Any]) -> str:
@@ -20,15 +39,15 @@ def fingerprint(description: dict[str, Any]) -> str:
 
 
 def save(path: Path, state: dict[str, Any]) -> None:
-    """Write a checkpoint atomically (main process only)."""
+    """Write a checkpoint atomically (main process only): tensors, numbers, strings, lists and dicts only."""
     write_atomic(path, lambda tmp: torch.save(state, tmp))
 
 
 def load(path: Path, expected_fingerprint: str, process: Process) -> dict[str, Any] | None:
-    """The checkpoint of this very run if there is one (read by rank 0, shared with every rank)."""
+    """The checkpoint of this very run if there is one (read by rank 0 as plain data, shared with every rank)."""
     state = None
     if process.is_main and path.exists():
-        candidate = torch.load(path, map_location="cpu", weights_only=False)
+        candidate = torch.load(path, map_location="cpu", weights_only=True)
         if candidate.get("fingerprint") == expected_fingerprint:
             state = candidate
             log.info("resuming from %s after epoch %d", path, candidate["epoch"])

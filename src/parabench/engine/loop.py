@@ -1,21 +1,24 @@
-"""The one training loop: every strategy runs through it, with the same data, timing and checkpoints."""
+"""The one training loop: every strategy and workload runs through it, with the same data, timing and checkpoints."""
 
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
 from torch import Tensor
 from tqdm import tqdm
 
 from parabench.engine import checkpoint
-from parabench.engine.batches import shard_batches, steps_per_epoch, training_subset
-from parabench.engine.distributed import Process, broadcast_object, gather_objects, sum_across
-from parabench.engine.evaluate import accuracy
+from parabench.engine.batches import augmentation_generator, epoch_batches, steps_per_epoch
 from parabench.engine.plan import RunPlan
-from parabench.engine.step import prepare
 from parabench.engine.timing import StepClock
-from parabench.engine.train_pass import train_pass
-from parabench.workloads import LabelledImages
+from parabench.engine.train_pass import PassTotals, train_pass
+from parabench.engine.trainer import build_trainer
+from parabench.runtime import load
+from parabench.runtime.collectives import broadcast_object, gather_objects
+from parabench.runtime.process import Process
+from parabench.strategies.base import Parallelized
+from parabench.workloads import WorkloadData
 
 
 @dataclass
@@ -30,78 +33,74 @@ class TrainResult:
     strategy_details: dict[str, Any]
 
 
-def run_description(plan: RunPlan) -> dict[str, Any]:
-    """Everything that shapes the run's epochs and their timings; runs with equal descriptions share checkpoints.
+def shard_of(plan: RunPlan, parallel: Parallelized, process: Process) -> tuple[int, int]:
+    """Which share of every global batch this process trains on, and among how many shares.
 
-    `epochs` is left out on purpose: epoch k does the same work whatever the total (constant learning
-    rate, data order seeded per epoch), so a longer run may continue a shorter one's checkpoint. The machine
-    is in: a resumed run keeps the step times of its checkpoint, which must have been measured alike.
+    Independent side-by-side copies (plan.copies > 1) each take their rank's share, as replicas would.
     """
-    machine = plan.machine
-    return {
-        **plan.describe(),
-        "machine": {"accelerator": machine.accelerator, "backend": machine.backend, "cores": machine.cores,
-                    "threads": plan.threads},
-        "settings": plan.settings.model_dump(exclude={"epochs"}),
-        **{section: getattr(plan.setup, section).model_dump() for section in plan.strategy.options},
-    }
+    if plan.copies > 1:
+        return process.rank, plan.copies
+    return parallel.shard_index, parallel.shard_count
 
 
-def fit(
-    plan: RunPlan, process: Process, train: LabelledImages, test: LabelledImages, checkpoint_path: Path
-) -> TrainResult:
-    """Train for the planned epochs (resuming from a matching checkpoint) and test after each epoch."""
-    settings = plan.settings
-    train = training_subset(train, settings.train_subset, settings.seed)
-    run_id = checkpoint.fingerprint(run_description(plan))
-    saved = checkpoint.load(checkpoint_path, run_id, process)
-    parallel, optimizer = prepare(plan, process, saved["model"] if saved else None)
-    if saved:
-        optimizer.load_state_dict(saved["optimizers"][process.rank])
-    history: list[dict[str, float]] = saved["history"] if saved else []
-    clock = StepClock(process.device, settings.warmup_steps, kept=saved["durations"] if saved else None)
-    steps = steps_per_epoch(len(train), plan.global_batch)
-    state: dict[str, Tensor] | None = None  # full_state_dict() may return {} off rank 0
-    for epoch in range(len(history), settings.epochs):
-        parallel.module.train()
-        kept_before = len(clock.durations)
-        batches = list(shard_batches(
-            len(train), plan.global_batch // parallel.shard_count, parallel.shard_index, parallel.shard_count,
-            settings.seed, epoch
-        ))
-        totals = train_pass(plan, parallel, optimizer, train, batches, clock,
-                            progress=f"epoch {epoch + 1}/{settings.epochs}" if process.is_main else None)
-        epoch_durations = clock.durations[kept_before:]
-        loss_total, correct_total, seen_total = sum_across(totals, process.device)
-        state = parallel.full_state_dict()
-        test_acc = broadcast_object(_test_accuracy(plan, state, test, process) if process.is_main else None)
-        history.append({
-            "epoch": epoch + 1,
-            "train_loss": loss_total / seen_total,
-            "train_acc": correct_total / seen_total,
-            "test_acc": test_acc,
-            "step_time_s": sum(epoch_durations) / max(1, len(epoch_durations)),
-            "samples_per_s": plan.global_batch * len(epoch_durations) / sum(epoch_durations)
-            if epoch_durations else float("nan"),
-        })
-        optimizers = gather_objects(optimizer.state_dict())
-        if process.is_main:
-            row = history[-1]
-            tqdm.write(f"epoch {epoch + 1}: loss {row['train_loss']:.4f} train acc {row['train_acc']:.4f} "
-                       f"test acc {test_acc:.4f} {row['samples_per_s']:.1f} samples/s")
-            checkpoint.save(checkpoint_path, {
-                "fingerprint": run_id, "epoch": epoch + 1, "model": state, "optimizers": optimizers,
-                "history": history, "durations": clock.durations,
-            })
-    if state is None:
-        state = parallel.full_state_dict()
-    return TrainResult(state_dict=state, history=history, step_durations=clock.durations, steps_per_epoch=steps,
-                       resumed_after_epoch=saved["epoch"] if saved else 0, strategy_details=dict(parallel.details))
-
-
-def _test_accuracy(plan: RunPlan, state: dict[str, Tensor], test: LabelledImages, process: Process) -> float:
-    """Accuracy of the whole model, rebuilt from its state on this process's device (rank 0 only)."""
+def evaluate_state(plan: RunPlan, data: WorkloadData, state: dict[str, Tensor], split: str,
+                   device: torch.device) -> dict[str, float]:
+    """The workload's scores of the whole plain model, rebuilt from its state on `device`."""
     model = plan.workload.build_model(plan.settings)
     model.load_state_dict(state)
-    model.to(process.device)
-    return accuracy(model, test, plan.workload.to_inputs, plan.settings.eval_batch_size, process.device)
+    return data.evaluate(model.to(device), split, device)
+
+
+def fit(plan: RunPlan, process: Process, data: WorkloadData, checkpoint_path: Path) -> TrainResult:
+    """Train for the planned epochs (resuming from a matching checkpoint), scoring after each epoch."""
+    settings = plan.settings
+    run_id = checkpoint.fingerprint(checkpoint.run_description(plan))
+    saved = checkpoint.load(checkpoint_path, run_id, process)
+    trainer = build_trainer(plan, process, saved["model"] if saved else None)
+    if saved:
+        trainer.optimizer.load_state_dict(saved["optimizers"][process.rank])
+        if trainer.schedule is not None:
+            trainer.schedule.load_state_dict(saved["schedules"][process.rank])
+    history: list[dict[str, float]] = saved["history"] if saved else []
+    clock = StepClock(process.device, settings.warmup_steps, kept=saved["durations"] if saved else None)
+    shard_index, shard_count = shard_of(plan, trainer.parallel, process)
+    steps = steps_per_epoch(data.train_units, plan.global_batch)
+    state: dict[str, Tensor] | None = None  # full_state_dict() may return {} off rank 0
+    for epoch in range(len(history), settings.epochs):
+        trainer.parallel.module.train()
+        kept_before = len(clock.durations)
+        started = load.mark()
+        totals = train_pass(
+            trainer, data, epoch_batches(data, plan.global_batch, shard_index, shard_count, settings.seed, epoch),
+            steps, clock, augmentation_generator(trainer.parallel.input_device, settings.seed, epoch, shard_index),
+            progress=f"epoch {epoch + 1}/{settings.epochs}" if process.is_main else None,
+        )
+        machine_load = load.job_other_cpu_share(started, load.mark())
+        totals = PassTotals.combine(gather_objects(totals))  # type: ignore[arg-type]
+        state = trainer.parallel.full_state_dict()
+        scores = broadcast_object(
+            evaluate_state(plan, data, state, data.epoch_split, process.device) if process.is_main else None)
+        epoch_durations = clock.durations[kept_before:]
+        history.append({
+            "epoch": epoch + 1,
+            **totals.means(),
+            **scores,  # type: ignore[dict-item]
+            "step_time_s": sum(epoch_durations) / max(1, len(epoch_durations)),
+            "units_per_s": plan.global_batch * len(epoch_durations) / sum(epoch_durations)
+            if epoch_durations else float("nan"),
+            "other_cpu_share": machine_load,
+        })
+        optimizers = gather_objects(trainer.optimizer.state_dict())
+        schedules = gather_objects(trainer.schedule.state_dict() if trainer.schedule is not None else None)
+        if process.is_main:
+            tqdm.write(f"epoch {epoch + 1}: " + ", ".join(f"{key} {value:.4g}" for key, value in history[-1].items()
+                                                           if key != "epoch" and value is not None))
+            checkpoint.save(checkpoint_path, {
+                "fingerprint": run_id, "epoch": epoch + 1, "model": state, "optimizers": optimizers,
+                "schedules": schedules, "history": history, "durations": clock.durations,
+            })
+    if state is None:
+        state = trainer.parallel.full_state_dict()
+    return TrainResult(state_dict=state, history=history, step_durations=clock.durations, steps_per_epoch=steps,
+                       resumed_after_epoch=saved["epoch"] if saved else 0,
+                       strategy_details=dict(trainer.parallel.details))

@@ -1,43 +1,62 @@
-"""A run plan: params.yaml plus the machine, resolved into exact numbers, checked before any heavy work."""
+"""A run plan: params.yaml plus the machine, resolved into exact numbers and checked before any heavy work.
 
-from dataclasses import dataclass
+The launcher makes the plan once and hands it to every worker as JSON; a worker never plans again.
+"""
+
+from pathlib import Path
+from typing import Any, Literal
 
 import torch
+from pydantic import BaseModel, ConfigDict, SerializeAsAny, ValidationInfo, field_validator
 
 from parabench.config import PARAMS_FILE, Params
-from parabench.engine.hardware import Machine, resolve
 from parabench.errors import ConfigError
+from parabench.io import write_atomic
 from parabench.paths import ROLES
+from parabench.runtime.hardware import Machine, resolve
 from parabench.strategies import STRATEGIES, Strategy
 from parabench.strategies.base import StrategySetup
 from parabench.workloads import WORKLOADS, TrainSettings, Workload
 
+Role = Literal["train", "reference", "benchmark"]
+STRATEGY_KEYS = {"train": "strategy", "reference": "reference.strategy", "benchmark": "benchmark.strategies"}
 
-@dataclass(frozen=True)
-class RunPlan:
-    """One training run: which workload and strategy, on what, with which batch and learning rate."""
 
-    role: str
-    workload: Workload
-    strategy: Strategy
+class RunPlan(BaseModel):
+    """One run: workload, strategy, machine, batch and learning rate, and how many side-by-side copies.
+
+    `copies` > 1 runs that many independent copies of the strategy at once, each on its share of every
+    global batch and with no communication: the benchmark's measure of what the shared machine allows.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: Role
+    workload_name: str
+    strategy_name: str
+    scale: str
+    settings: SerializeAsAny[TrainSettings]
     setup: StrategySetup
-    settings: TrainSettings
-    processes: int
     replicas: int
     global_batch: int
     lr: float
+    copies: int = 1
 
-    def describe(self) -> dict[str, str | int | float]:
-        """The run's identity in plain values: workload, strategy, processes, batch and learning rate."""
-        return {
-            "workload": self.workload.name,
-            "strategy": self.strategy.name,
-            "processes": self.processes,
-            "devices": self.strategy.devices(self.setup),
-            "replicas": self.replicas,
-            "global_batch": self.global_batch,
-            "lr": self.lr,
-        }
+    @field_validator("settings", mode="before")
+    @classmethod
+    def _settings_of_the_workload(cls, value: Any, info: ValidationInfo) -> TrainSettings:
+        model = WORKLOADS[info.data["workload_name"]].settings_model
+        return value if isinstance(value, model) else model.model_validate(value)
+
+    @property
+    def workload(self) -> Workload:
+        """The workload the plan trains."""
+        return WORKLOADS[self.workload_name]
+
+    @property
+    def strategy(self) -> Strategy:
+        """The strategy the plan applies."""
+        return STRATEGIES[self.strategy_name]
 
     @property
     def machine(self) -> Machine:
@@ -47,49 +66,74 @@ class RunPlan:
     @property
     def processes_per_node(self) -> int:
         """Worker processes on this node."""
-        return self.strategy.processes_per_node(self.setup)
+        return self.strategy.processes_per_node(self.setup) * self.copies
+
+    @property
+    def processes(self) -> int:
+        """Worker processes in the whole job."""
+        return self.strategy.processes(self.setup) * self.copies
+
+    @property
+    def devices(self) -> int:
+        """Devices the run uses: what scaling efficiency divides by."""
+        return self.strategy.devices(self.setup) * self.copies
 
     @property
     def distributed(self) -> bool:
         """Whether torchrun launches the workers and they join a process group."""
-        return self.strategy.distributed(self.setup)
+        return self.strategy.distributed(self.setup) or self.copies > 1
 
     @property
     def threads(self) -> int:
         """Threads per process."""
         return self.machine.threads_per_process(self.processes_per_node)
 
+    def describe(self) -> dict[str, str | int | float]:
+        """The run's identity in plain values: workload, strategy, processes, devices, batch, learning rate."""
+        return {
+            "workload": self.workload_name,
+            "strategy": self.strategy_name,
+            "processes": self.processes,
+            "devices": self.devices,
+            "replicas": self.replicas,
+            "global_batch": self.global_batch,
+            "lr": self.lr,
+        }
 
-STRATEGY_KEYS = {"train": "strategy", "reference": "reference.strategy", "benchmark": "benchmark.strategies"}
+    def save(self, path: Path) -> None:
+        """Write the plan as JSON for the workers."""
+        write_atomic(path, lambda tmp: tmp.write_text(self.model_dump_json(indent=1)))
+
+    @classmethod
+    def load(cls, path: Path) -> "RunPlan":
+        """The plan the launcher wrote."""
+        return cls.model_validate_json(path.read_text())
 
 
-def strategy_key(role: str) -> str:
-    """The params.yaml key that picks the strategy of a role."""
-    return STRATEGY_KEYS[role]
+def strategy_of(params: Params, role: Role) -> str:
+    """The strategy a role trains with: `strategy` for train, `reference.strategy` for reference."""
+    return params.strategy if role == "train" else params.reference.strategy
 
 
-def make_plan(params: Params, workload_name: str, role: str, machine: Machine | None = None,
-              strategy_name: str | None = None) -> RunPlan:
-    """Resolve one run; raise ConfigError or StrategyUnavailable with the key to change.
+def make_plan(params: Params, workload_name: str, role: Role, strategy_name: str | None = None,
+              machine: Machine | None = None, copies: int = 1) -> RunPlan:
+    """Resolve one run; raise ConfigError or StrategyUnavailable naming the key to change.
 
-    The strategy is the role's (`strategy` for train, `reference.strategy` for reference) unless
-    `strategy_name` names one (the benchmark runs each of its list).
+    The strategy is the role's unless `strategy_name` names one (the benchmark runs each of its list).
     """
     machine = machine or resolve(params.hardware)
     _check_machine(machine)
-    if strategy_name is None:
-        strategy_name = params.strategy if role == "train" else params.reference.strategy
-    strategy = STRATEGIES[strategy_name]
+    strategy = STRATEGIES[strategy_name or strategy_of(params, role)]
     settings = params.settings(workload_name)
     workload = WORKLOADS[workload_name]
     setup = StrategySetup(
         machine=machine,
         partition=params.partition,
-        pipeline=params.pipeline,
+        pipeline=params.pipeline.for_workload(workload_name),
         blocks=len(workload.build_model(settings)),
-        sample_shape=(settings.batch_size, *workload.input_shape),
+        sample_shape=(settings.batch_size, *workload.unit_shape(settings)),
     )
-    replicas = strategy.data_replicas(setup)
+    replicas = strategy.data_replicas(setup) * copies
     if settings.scaling == "weak":
         global_batch, lr = settings.batch_size * replicas, settings.lr * replicas
     else:
@@ -97,22 +141,13 @@ def make_plan(params: Params, workload_name: str, role: str, machine: Machine | 
         if global_batch % replicas:
             raise ConfigError(
                 f"{PARAMS_FILE}: scales.{workload_name}.{params.scale}.batch_size: {global_batch} does not divide "
-                f"evenly among the {replicas} data-parallel replicas of {strategy_key(role)}={strategy.name}; "
+                f"evenly among the {replicas} data-parallel replicas of {STRATEGY_KEYS[role]}={strategy.name}; "
                 f"pick a multiple of {replicas}, change hardware.devices, or set scaling: weak (batch_size per "
                 "replica)."
             )
     strategy.check(setup, global_batch)
-    return RunPlan(
-        role=role,
-        workload=workload,
-        strategy=strategy,
-        setup=setup,
-        settings=settings,
-        processes=strategy.processes(setup),
-        replicas=replicas,
-        global_batch=global_batch,
-        lr=lr,
-    )
+    return RunPlan(role=role, workload_name=workload_name, strategy_name=strategy.name, scale=params.scale,
+                   settings=settings, setup=setup, replicas=replicas, global_batch=global_batch, lr=lr, copies=copies)
 
 
 def check_all(params: Params) -> None:
@@ -120,7 +155,7 @@ def check_all(params: Params) -> None:
     machine = resolve(params.hardware)
     for workload_name in WORKLOADS:
         for role in ROLES:
-            make_plan(params, workload_name, role, machine)
+            make_plan(params, workload_name, role, machine=machine)
 
 
 def _check_machine(machine: Machine) -> None:

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 import torch
 
-from parabench.engine.distributed import synchronize
+from parabench.runtime.collectives import synchronize
 
 
 class StepClock:

@@ -1,37 +1,64 @@
-"""The training loop's inner pass: one timed optimiser step per batch, with loss and accuracy totals."""
+"""The training loop's inner pass: one timed optimiser step per batch, with loss and tally totals."""
 
-from collections.abc import Sequence
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 from tqdm import tqdm
 
-from parabench.engine.plan import RunPlan
-from parabench.engine.step import optimizer_step
+from parabench.batch import Batch
 from parabench.engine.timing import StepClock
-from parabench.strategies.base import Parallelized
-from parabench.workloads import LabelledImages
+from parabench.engine.trainer import Trainer, optimizer_step
+from parabench.workloads import WorkloadData
 
 
-def train_pass(plan: RunPlan, parallel: Parallelized, optimizer: torch.optim.Optimizer, data: LabelledImages,
-               batches: Sequence[Tensor], clock: StepClock, progress: str | None = None) -> list[float]:
-    """Step once per batch of sample indices; return [loss sum, correct, samples] where outputs were seen.
+@dataclass(frozen=True)
+class PassTotals:
+    """Sums over the units a process saw outputs for: the loss (times units), each tally, and the units."""
 
-    The totals stay on the device until the pass ends, so no step waits for a copy to the host.
-    `progress` is the tqdm bar's label (None: no bar, as on ranks other than 0).
+    loss: float
+    tallies: dict[str, float]
+    units: float
+
+    @classmethod
+    def combine(cls, parts: list["PassTotals"]) -> "PassTotals":
+        """The totals of several processes together (a pipeline's early stages contribute none)."""
+        tallies: dict[str, float] = {}
+        for part in parts:
+            for key, value in part.tallies.items():
+                tallies[key] = tallies.get(key, 0.0) + value
+        return cls(loss=sum(part.loss for part in parts), tallies=tallies, units=sum(part.units for part in parts))
+
+    def means(self) -> dict[str, float]:
+        """The mean loss and the mean of every tally per unit, named train_loss, train_<tally>."""
+        return {"train_loss": self.loss / self.units,
+                **{f"train_{key}": value / self.units for key, value in self.tallies.items()}}
+
+
+def train_pass(trainer: Trainer, data: WorkloadData, batches: Iterable[Batch], steps: int, clock: StepClock,
+               generator: torch.Generator | None, progress: str | None = None) -> PassTotals:
+    """Step once per batch; sum the loss and the workload's tallies wherever this process has outputs.
+
+    Each batch is assembled on the CPU before the clock starts (as a data loader would, ahead of time); the
+    clock times moving it to the device, the transform, forward, backward and the update. The totals stay
+    on the device until the pass ends, so no step waits for a copy to the host. `progress` labels the tqdm
+    bar (None: no bar, as on ranks other than 0).
     """
-    loss_sums: list[Tensor] = []
-    corrects: list[Tensor] = []
-    seen = 0
-    for indices in tqdm(batches, desc=progress, disable=None if progress else True, leave=False):
-        labels = data.labels[indices]
+    losses: list[Tensor] = []
+    tallies: dict[str, list[Tensor]] = {}
+    units = 0
+    for batch in tqdm(batches, total=steps, desc=progress, disable=None if progress else True, leave=False):
         with clock.step():
-            loss, outputs = optimizer_step(plan, parallel, optimizer, data.images[indices], labels)
-        if outputs is not None and loss is not None:
-            loss_sums.append(loss * len(labels))
-            corrects.append((outputs.argmax(dim=1) == labels.to(outputs.device, non_blocking=True)).sum())
-            seen += len(labels)
-    return [_total(loss_sums), _total(corrects), float(seen)]
+            result, targets = optimizer_step(trainer, data, batch, generator)
+        if result.outputs is not None and result.loss is not None:
+            targets = targets.to(result.outputs.device, non_blocking=True)
+            losses.append(result.loss * len(targets))
+            for key, value in data.tally(result.outputs, targets).items():
+                tallies.setdefault(key, []).append(value)
+            units += len(targets)
+    return PassTotals(loss=_total(losses), tallies={key: _total(values) for key, values in tallies.items()},
+                      units=float(units))
 
 
 def _total(values: list[Tensor]) -> float:

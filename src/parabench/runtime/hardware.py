@@ -1,25 +1,45 @@
-"""Resolve params.yaml's `hardware` (auto values) against the machine at hand."""
+"""params.yaml's `hardware` section and its resolution against the machine at hand (auto values become numbers)."""
 
 import os
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Annotated, Any, Literal
 
 import torch
-
-if TYPE_CHECKING:
-    from parabench.config import Hardware
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator
 
 CPU_DEFAULT_DEVICES = 2
 
 
-@dataclass(frozen=True)
-class Machine:
-    """Concrete hardware: accelerator, devices per node, nodes, backend, cores."""
+def _auto_or_positive_int(value: Any) -> int | str:
+    if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+        return value
+    raise ValueError("must be 'auto' or a whole number >= 1")
 
-    accelerator: str
+
+AutoOrPositiveInt = Annotated[int | str, PlainValidator(_auto_or_positive_int)]
+
+
+class Hardware(BaseModel):
+    """Where and how wide to run, as params.yaml says it: `auto` values are resolved by `resolve`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    accelerator: Literal["auto", "cpu", "cuda"]
+    devices: AutoOrPositiveInt
+    nodes: Annotated[int, Field(ge=1)]
+    threads: AutoOrPositiveInt
+    backend: Literal["auto", "gloo", "nccl"]
+    max_restarts: Annotated[int, Field(ge=0)]
+
+
+class Machine(BaseModel):
+    """Concrete hardware: accelerator, devices per node, nodes, backend, cores, restarts, the threads setting."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    accelerator: Literal["cpu", "cuda"]
     devices: int
     nodes: int
-    backend: str
+    backend: Literal["gloo", "nccl"]
     cores: int
     max_restarts: int
     threads_setting: int | None
@@ -36,15 +56,14 @@ def usable_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def resolve(hardware: "Hardware") -> Machine:
+def resolve(hardware: Hardware) -> Machine:
     """Turn `auto` into numbers: cuda if present, its GPU count as devices, nccl on cuda and gloo on cpu."""
     accelerator = hardware.accelerator
     if accelerator == "auto":
         accelerator = "cuda" if torch.cuda.is_available() else "cpu"
-    gpus = torch.cuda.device_count() if accelerator == "cuda" else 0
     devices = hardware.devices
     if devices == "auto":
-        devices = gpus if accelerator == "cuda" else CPU_DEFAULT_DEVICES
+        devices = torch.cuda.device_count() if accelerator == "cuda" else CPU_DEFAULT_DEVICES
     backend = hardware.backend
     if backend == "auto":
         backend = "nccl" if accelerator == "cuda" else "gloo"

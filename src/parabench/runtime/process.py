@@ -1,4 +1,4 @@
-"""This process's place in the job: rank, world size, device; set up from torchrun's environment."""
+"""This process's place in the job: rank, world size, device; joined from torchrun's environment, left at the end."""
 
 import os
 from dataclasses import dataclass
@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from parabench.engine.hardware import Machine
+from parabench.runtime.hardware import Machine
 
 
 @dataclass(frozen=True)
@@ -48,37 +48,3 @@ def stop() -> None:
     """Leave the process group, if we joined one."""
     if dist.is_initialized():
         dist.destroy_process_group()
-
-
-def synchronize(device: torch.device) -> None:
-    """Wait for queued device work, so a clock read after it sees the work done."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def sum_across(values: list[float], device: torch.device) -> list[float]:
-    """Sum numbers over all processes (identity when alone)."""
-    if not dist.is_initialized():
-        return values
-    tensor = torch.tensor(values, dtype=torch.float64, device=device)
-    dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
-    return tensor.tolist()
-
-
-def gather_objects(value: object) -> list[object]:
-    """Every process's `value`, in rank order (a one-item list when alone)."""
-    if not dist.is_initialized():
-        return [value]
-    gathered: list[object] = [None] * dist.get_world_size()
-    dist.all_gather_object(gathered, value)
-    return gathered
-
-
-def broadcast_object(value: object) -> object:
-    """Rank 0's `value`, on every process."""
-    if not dist.is_initialized():
-        return value
-    box = [value]
-    dist.broadcast_object_list(box, src=0)
-    return box[0]
-

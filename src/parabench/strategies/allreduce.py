@@ -4,7 +4,8 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
-from parabench.engine.distributed import Process
+from parabench.runtime.process import Process
+from parabench.batch import Batch
 from parabench.strategies.base import (
     LossFn, Parallelized, StepResult, StrategySetup, TrainStep, forward_backward,
 )
@@ -48,8 +49,8 @@ def allreduce_step(model: nn.Module, world_size: int) -> TrainStep:
     """Forward and backward on this process's shard, then the gradient average."""
     local_step = forward_backward(model)
 
-    def step(inputs: Tensor, labels: Tensor, loss_fn: LossFn) -> StepResult:
-        result = local_step(inputs, labels, loss_fn)
+    def step(batch: Batch, loss_fn: LossFn) -> StepResult:
+        result = local_step(batch, loss_fn)
         average_gradients(model, world_size)
         return result
 
@@ -62,6 +63,7 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
     broadcast_from_rank0(model)
     return Parallelized(
         module=model,
+        model=model,
         input_device=process.device,
         shard_index=process.rank,
         shard_count=process.world_size,

@@ -1,25 +1,37 @@
 """What a strategy is: a function applied to a plain model, returning what the one training loop needs."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
+from pydantic import BaseModel, ConfigDict
 from torch import Tensor, nn
 
-from parabench.engine.distributed import Process
-from parabench.engine.hardware import Machine
+from parabench.batch import Batch
+from parabench.runtime.hardware import Machine
+from parabench.runtime.process import Process
 from parabench.strategies.options import PartitionOptions, PipelineOptions
 
 LossFn = Callable[[Tensor, Tensor], Tensor]
-StepResult = tuple[Tensor | None, Tensor | None]
-TrainStep = Callable[[Tensor, Tensor, LossFn], StepResult]
 
 
-@dataclass(frozen=True)
-class StrategySetup:
+class StepResult(NamedTuple):
+    """The mean loss and the outputs of this process's part of a step (None where it has none, e.g. an early
+    pipeline stage)."""
+
+    loss: Tensor | None
+    outputs: Tensor | None
+
+
+TrainStep = Callable[[Batch, LossFn], StepResult]
+
+
+class StrategySetup(BaseModel):
     """What a strategy may read besides the model: the machine, the strategies' params.yaml sections,
     how many ordered blocks the model has, and the shape of one step's batch (to time blocks on)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     machine: Machine
     partition: PartitionOptions
@@ -29,13 +41,13 @@ class StrategySetup:
 
 
 def forward_backward(module: nn.Module) -> TrainStep:
-    """The usual step: forward the whole input, loss against labels on the output's device, backward."""
+    """The usual step: forward the whole input, loss against the targets on the output's device, backward."""
 
-    def step(inputs: Tensor, labels: Tensor, loss_fn: LossFn) -> StepResult:
-        outputs = module(inputs)
-        loss = loss_fn(outputs, labels.to(outputs.device, non_blocking=True))
+    def step(batch: Batch, loss_fn: LossFn) -> StepResult:
+        outputs = module(batch.inputs)
+        loss = loss_fn(outputs, batch.targets.to(outputs.device, non_blocking=True))
         loss.backward()
-        return loss.detach(), outputs.detach()
+        return StepResult(loss.detach(), outputs.detach())
 
     return step
 
@@ -44,19 +56,25 @@ def forward_backward(module: nn.Module) -> TrainStep:
 class Parallelized:
     """A model made ready by a strategy: what to optimise, how to step, how each global batch is shared.
 
-    train_step(inputs, labels, loss) runs forward and backward for this process's part and returns the
-    mean loss and the outputs where this process has them (None where it does not, e.g. an early pipeline
-    stage). full_state_dict() returns the whole model's state on rank 0 (a collective: call it on every
-    rank). details holds what the metrics should record about the strategy's choices (e.g. the cut).
+    module is what runs (a wrapper such as DDP, or the model itself); model is the plain model, or this
+    process's stage of it, under the plain model's parameter names. train_step(batch, loss) runs forward and
+    backward for this process's part and returns the mean loss and the outputs where this process has them.
+    full_state_dict() returns the whole model's state on rank 0 (a collective: call it on every rank).
+    details holds what the metrics should record about the strategy's choices (e.g. the cut).
     """
 
     module: nn.Module
+    model: nn.Module
     input_device: torch.device
     shard_index: int
     shard_count: int
     train_step: TrainStep
     full_state_dict: Callable[[], dict[str, Tensor]]
     details: dict[str, Any] = field(default_factory=dict)
+
+    def named_parameters(self) -> Iterator[tuple[str, nn.Parameter]]:
+        """This process's parameters under the plain model's names, whatever wraps them."""
+        return self.model.named_parameters()
 
 
 def _runs_anywhere(setup: StrategySetup, global_batch: int) -> None:

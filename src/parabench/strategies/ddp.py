@@ -3,7 +3,7 @@
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from parabench.engine.distributed import Process
+from parabench.runtime.process import Process
 from parabench.strategies.base import Parallelized, StrategySetup, forward_backward
 from parabench.strategies.per_device import replica_per_device
 
@@ -15,6 +15,7 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
     wrapped = DistributedDataParallel(model, device_ids=device_ids)
     return Parallelized(
         module=wrapped,
+        model=model,
         input_device=process.device,
         shard_index=process.rank,
         shard_count=process.world_size,

@@ -4,7 +4,7 @@ import torch
 from torch import nn
 from torch.nn import DataParallel
 
-from parabench.engine.distributed import Process
+from parabench.runtime.process import Process
 from parabench.errors import StrategyUnavailable
 from parabench.strategies.base import Parallelized, Strategy, StrategySetup, forward_backward
 from parabench.strategies.per_device import check_gpus
@@ -28,6 +28,7 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
     wrapped = DataParallel(model, device_ids=list(range(devices)))
     return Parallelized(
         module=wrapped,
+        model=model,
         input_device=first_gpu,
         shard_index=0,
         shard_count=1,

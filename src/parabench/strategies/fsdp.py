@@ -2,7 +2,7 @@
 
 from torch import Tensor, nn
 
-from parabench.engine.distributed import Process
+from parabench.runtime.process import Process
 from parabench.strategies.allreduce import broadcast_from_rank0
 from parabench.strategies.base import Parallelized, StrategySetup, forward_backward
 from parabench.strategies.per_device import replica_per_device
@@ -28,6 +28,7 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
 
     return Parallelized(
         module=model,
+        model=model,
         input_device=process.device,
         shard_index=process.rank,
         shard_count=process.world_size,

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from parabench.engine.distributed import Process
+from parabench.runtime.process import Process
 from parabench.strategies.base import Parallelized, Strategy, StrategySetup, forward_backward
 from parabench.strategies.partition import balance_by_parameters, balance_by_time, cut
 from parabench.strategies.stage_devices import check_stage_devices, devices_virtual, stage_devices
@@ -60,6 +60,7 @@ def staged_parallel(staged: StagedModel, setup: StrategySetup, details: dict[str
     details.update(stages=len(staged.devices), cut=staged.sizes, devices_virtual=devices_virtual(setup))
     return Parallelized(
         module=staged,
+        model=staged.model,
         input_device=staged.devices[0],
         shard_index=0,
         shard_count=1,

@@ -9,7 +9,7 @@ from itertools import accumulate
 import torch
 from torch import Tensor, nn
 
-from parabench.engine.distributed import synchronize
+from parabench.runtime.collectives import synchronize
 from parabench.errors import ConfigError
 
 TIMING_REPEATS = 5

@@ -5,7 +5,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from parabench.engine.distributed import Process
+from parabench.runtime.process import Process
 from parabench.errors import StrategyUnavailable
 from parabench.strategies.base import Parallelized, Strategy, StrategySetup
 

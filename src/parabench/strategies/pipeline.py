@@ -10,15 +10,15 @@ computation of `single` on the whole batch (with frozen BatchNorm it is, up to f
 
 from dataclasses import replace
 from math import ceil
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
 
-from parabench.engine.distributed import Process, broadcast_object, gather_objects
+from parabench.batch import Batch
 from parabench.errors import ConfigError
+from parabench.runtime.collectives import broadcast_object, gather_objects
+from parabench.runtime.process import Process
 from parabench.strategies.base import LossFn, Parallelized, StepResult, Strategy, StrategySetup, TrainStep
 from parabench.strategies.model_parallel import StagedModel, stage_sizes, staged_parallel
 from parabench.strategies.partition import cut
@@ -52,9 +52,9 @@ class MicroBatchPipeline(StagedModel):
 def counting_micro_batches(step: TrainStep, split_size: int, details: dict[str, Any]) -> TrainStep:
     """Record how many micro-batches each batch makes (the batch is known only when it arrives)."""
 
-    def counted(inputs: Tensor, labels: Tensor, loss_fn: LossFn) -> StepResult:
-        details["micro_batches"] = ceil(len(labels) / split_size)
-        return step(inputs, labels, loss_fn)
+    def counted(batch: Batch, loss_fn: LossFn) -> StepResult:
+        details["micro_batches"] = ceil(len(batch) / split_size)
+        return step(batch, loss_fn)
 
     return counted
 
@@ -81,18 +81,18 @@ def scheduled_step(stage: "PipelineStage", schedule_name: str, split_size: int, 
     schedule_class = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}[schedule_name]
     schedule: "PipelineScheduleSingle | None" = None
 
-    def step(inputs: Tensor, labels: Tensor, loss_fn: LossFn) -> StepResult:
+    def step(batch: Batch, loss_fn: LossFn) -> StepResult:
         nonlocal schedule
         if schedule is None:
-            details["micro_batches"] = len(labels) // split_size
+            details["micro_batches"] = len(batch) // split_size
             schedule = schedule_class(stage, details["micro_batches"], loss_fn=loss_fn)
-        stage_inputs = (inputs,) if stage.is_first else ()
+        stage_inputs = (batch.inputs,) if stage.is_first else ()
         if not stage.is_last:
             schedule.step(*stage_inputs)
-            return None, None
+            return StepResult(None, None)
         losses: list[Tensor] = []
-        outputs = schedule.step(*stage_inputs, target=labels.to(stage.device), losses=losses)
-        return torch.stack(losses).mean().detach(), outputs.detach()
+        outputs = schedule.step(*stage_inputs, target=batch.targets.to(stage.device), losses=losses)
+        return StepResult(torch.stack(losses).mean().detach(), outputs.detach())
 
     return step
 
@@ -122,6 +122,7 @@ def apply_distributed(model: nn.Sequential, process: Process, setup: StrategySet
                "cut": sizes, "balance": balance, "devices_virtual": devices_virtual(setup), "batchnorm": BATCHNORM}
     return Parallelized(
         module=submodule,
+        model=submodule,
         input_device=process.device if stage.is_first else torch.device("cpu"),
         shard_index=0,
         shard_count=1,

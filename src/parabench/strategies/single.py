@@ -2,7 +2,7 @@
 
 from torch import nn
 
-from parabench.engine.distributed import Process
+from parabench.runtime.process import Process
 from parabench.strategies.base import Parallelized, Strategy, StrategySetup, forward_backward
 
 
@@ -11,6 +11,7 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
     model = model.to(process.device)
     return Parallelized(
         module=model,
+        model=model,
         input_device=process.device,
         shard_index=0,
         shard_count=1,

@@ -1,8 +1,9 @@
 """The workload registry: one module per workload, one line here."""
 
-from parabench.workloads import fashion_mnist
-from parabench.workloads.base import LabelledImages, TrainSettings, Workload
+from parabench.workloads.contract import TrainSettings, Workload, WorkloadData
+from parabench.workloads.fashion_mnist import FashionMnist
+from parabench.workloads.miniimagenet import MiniImagenet
 
-WORKLOADS: dict[str, Workload] = {w.name: w for w in (fashion_mnist.WORKLOAD,)}
+WORKLOADS: dict[str, Workload] = {w.name: w for w in (FashionMnist(), MiniImagenet())}
 
-__all__ = ["WORKLOADS", "LabelledImages", "TrainSettings", "Workload"]
+__all__ = ["WORKLOADS", "TrainSettings", "Workload", "WorkloadData"]

@@ -1,51 +1,121 @@
-"""What a workload is: data, a plain model as ordered blocks, a loss, and its hyper-parameters per scale."""
+"""The workload contract: everything the engine, strategies and report may know of a workload, and nothing more.
 
-from collections.abc import Callable
+A workload builds a plain model as ordered blocks, chooses its optimiser and parameter groups, and opens its
+data. The opened data gives the engine batches of units (samples, or whole episodes) by index, and says how
+to score outputs: a loss, per-unit tallies summed over a pass, and an evaluation. The engine deals unit
+indices out to replicas itself, so every workload is split among data-parallel replicas by the same code.
+"""
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
+import torch
 from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
+from parabench.batch import Batch
+
 
 class TrainSettings(BaseModel):
-    """Hyper-parameters every workload has, at one scale."""
+    """Hyper-parameters every workload has, at one scale; a workload adds its own."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     epochs: Annotated[int, Field(ge=1)]
     batch_size: Annotated[int, Field(ge=1)]
     lr: Annotated[float, Field(gt=0)]
-    momentum: Annotated[float, Field(ge=0, lt=1)]
-    weight_decay: Annotated[float, Field(ge=0)]
     scaling: Literal["weak", "strong"]
-    train_subset: Annotated[int, Field(ge=1)] | None
-    eval_batch_size: Annotated[int, Field(ge=1)]
     warmup_steps: Annotated[int, Field(ge=0)]
     seed: int
 
 
 @dataclass(frozen=True)
-class LabelledImages:
-    """Images as uint8 (N, C, H, W) and integer labels (N,), decoded once by the prepare stage."""
+class ParamGroup:
+    """Parameters that share a learning rate: `lr_scale` times the run's learning rate."""
 
-    images: Tensor
-    labels: Tensor
-
-    def __len__(self) -> int:
-        return len(self.labels)
+    params: list[nn.Parameter]
+    lr_scale: float = 1.0
 
 
-@dataclass(frozen=True)
-class Workload:
-    """Everything the training loop needs to know about one experiment of the seeds."""
+class WorkloadData(ABC):
+    """One opened dataset: training units by index, the loss, per-unit tallies and evaluation.
 
-    name: str
-    dataset: str
-    input_shape: tuple[int, ...]
-    settings_model: type[TrainSettings]
-    build_model: Callable[[TrainSettings], nn.Sequential]
-    load_data: Callable[[Path], tuple[LabelledImages, LabelledImages]]
-    to_inputs: Callable[[Tensor], Tensor]
-    loss: Callable[[Tensor, Tensor], Tensor]
+    `loss(outputs, targets)` must be the MEAN over the batch's units, so that averaging the gradients of
+    replicas' shards gives the gradient of the whole batch. `tally(outputs, targets)` returns device-side
+    SUMS over the batch's units of per-unit values (e.g. {"acc": correct count}); the engine adds them over a
+    pass and over ranks and divides by the units seen, so "train_acc" is a mean per unit.
+    """
+
+    unit: ClassVar[str] = "sample"
+    epoch_split: ClassVar[str] = "test"  # the split `evaluate` scores after every epoch
+
+    @property
+    @abstractmethod
+    def train_units(self) -> int:
+        """How many units one training epoch draws from."""
+
+    @property
+    @abstractmethod
+    def data_origin(self) -> str:
+        """Where the data came from and whether it is the full official set, in one sentence."""
+
+    @abstractmethod
+    def train_batch(self, epoch: int, indices: Tensor) -> Batch:
+        """The training units at `indices` of `epoch`, compact and on the CPU (e.g. uint8 pixels)."""
+
+    def transform(self, batch: Batch, generator: torch.Generator | None) -> Batch:
+        """On the device, for training: turn a compact batch into model inputs (decode, normalise, augment)."""
+        return batch
+
+    @abstractmethod
+    def loss(self, outputs: Tensor, targets: Tensor) -> Tensor:
+        """The mean loss over the batch's units."""
+
+    @abstractmethod
+    def tally(self, outputs: Tensor, targets: Tensor) -> dict[str, Tensor]:
+        """Sums over the batch's units of per-unit quality values, left on the device."""
+
+    @abstractmethod
+    def evaluate(self, model: nn.Module, split: str, device: torch.device) -> dict[str, float]:
+        """Score the whole plain model on a split; keys carry the split's name (e.g. test_acc)."""
+
+
+class Workload(ABC):
+    """What to build and train: a plain model, its optimiser and parameter groups, its data and settings."""
+
+    name: ClassVar[str]
+    dataset: ClassVar[str | None]  # the dataset stages it needs; None for synthetic data
+    settings_model: ClassVar[type[TrainSettings]]
+    primary_metric: ClassVar[str | None]  # the evaluate() key that speedup and report compare; None: time only
+
+    @abstractmethod
+    def build_model(self, settings: TrainSettings) -> nn.Sequential:
+        """The architecture as ordered blocks: no weights read, no device, no rank."""
+
+    @abstractmethod
+    def unit_shape(self, settings: TrainSettings) -> tuple[int, ...]:
+        """The shape of one unit of model input after `transform` (for strategies that time blocks)."""
+
+    def initialize(self, model: nn.Module, settings: TrainSettings) -> None:
+        """Load weights into the freshly built model before a strategy applies (e.g. pretrained); none by default."""
+
+    def param_groups(self, named_parameters: Iterable[tuple[str, nn.Parameter]],
+                     settings: TrainSettings) -> list[ParamGroup]:
+        """How the parameters share learning rates, by the plain model's names; one group by default."""
+        return [ParamGroup(params=[parameter for _, parameter in named_parameters])]
+
+    @abstractmethod
+    def optimizer(self, groups: list[dict], settings: TrainSettings) -> torch.optim.Optimizer:
+        """The optimiser over torch parameter groups (each already holding its `lr`)."""
+
+    def lr_schedule(self, optimizer: torch.optim.Optimizer,
+                    settings: TrainSettings) -> torch.optim.lr_scheduler.LRScheduler | None:
+        """A schedule stepped after every optimiser step; none by default."""
+        return None
+
+    @abstractmethod
+    def open(self, prepared: Path | None, settings: TrainSettings) -> WorkloadData:
+        """Open the prepared data (None for synthetic workloads)."""

@@ -1,5 +1,6 @@
 """`fashion_mnist`: d2l's ResNet-18 variant trained with SGD on Fashion-MNIST (seeds 002 and 003)."""
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -8,33 +9,24 @@ from pydantic import Field
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from parabench.batch import Batch
 from parabench.data import fashion_mnist
+from parabench.io import read_json
 from parabench.models.resnet import d2l_resnet18
-from parabench.workloads.base import LabelledImages, TrainSettings, Workload
+from parabench.workloads.classification import accuracy, correct
+from parabench.workloads.contract import TrainSettings, Workload, WorkloadData
 
 NUM_CLASSES = 10
 
 
 class FashionMnistSettings(TrainSettings):
-    """Adds the ResNet's width: channels of its first stage (64 in the seeds)."""
+    """SGD's momentum and weight decay, a fixed training subset, the test batch and the ResNet's width."""
 
-    width: Annotated[int, Field(ge=1)]
-
-
-def build_model(settings: FashionMnistSettings) -> nn.Sequential:
-    """The seeds' ResNet-18 for 1-channel 28x28 images, at the configured width."""
-    return d2l_resnet18(NUM_CLASSES, in_channels=1, width=settings.width)
-
-
-def load_data(prepared: Path) -> tuple[LabelledImages, LabelledImages]:
-    """Train and test splits as uint8 (N, 1, 28, 28) tensors."""
-    arrays = fashion_mnist.load_prepared(prepared)
-
-    def split(name: str) -> LabelledImages:
-        images = torch.from_numpy(arrays[f"{name}_images"]).unsqueeze(1)
-        return LabelledImages(images=images, labels=torch.from_numpy(arrays[f"{name}_labels"]).long())
-
-    return split("train"), split("test")
+    momentum: Annotated[float, Field(ge=0, lt=1)]
+    weight_decay: Annotated[float, Field(ge=0)]
+    train_subset: Annotated[int, Field(ge=1)] | None
+    eval_batch_size: Annotated[int, Field(ge=1)]
+    width: Annotated[int, Field(ge=1)]  # channels of the first ResNet stage (64 in the seeds)
 
 
 def to_inputs(images: Tensor) -> Tensor:
@@ -42,13 +34,75 @@ def to_inputs(images: Tensor) -> Tensor:
     return images.float().div_(255.0)
 
 
-WORKLOAD = Workload(
-    name="fashion_mnist",
-    dataset="fashion_mnist",
-    input_shape=(1, 28, 28),
-    settings_model=FashionMnistSettings,
-    build_model=build_model,
-    load_data=load_data,
-    to_inputs=to_inputs,
-    loss=F.cross_entropy,
-)
+def fixed_subset(images: Tensor, labels: Tensor, size: int | None, seed: int) -> tuple[Tensor, Tensor]:
+    """A fixed, seeded random subset of `size` samples (all of them when size is None or too large)."""
+    if size is None or size >= len(labels):
+        return images, labels
+    chosen = torch.randperm(len(labels), generator=torch.Generator().manual_seed(seed))[:size]
+    return images[chosen], labels[chosen]
+
+
+@dataclass(frozen=True)
+class FashionMnistData(WorkloadData):
+    """Images as uint8 (N, 1, 28, 28) and labels (N,) for training (the fixed subset) and testing."""
+
+    train_images: Tensor
+    train_labels: Tensor
+    test_images: Tensor
+    test_labels: Tensor
+    eval_batch_size: int
+    origin: str
+
+    @property
+    def train_units(self) -> int:
+        return len(self.train_labels)
+
+    @property
+    def data_origin(self) -> str:
+        return self.origin
+
+    def train_batch(self, epoch: int, indices: Tensor) -> Batch:
+        return Batch(self.train_images[indices], self.train_labels[indices])
+
+    def transform(self, batch: Batch, generator: torch.Generator | None) -> Batch:
+        return Batch(to_inputs(batch.inputs), batch.targets)
+
+    def loss(self, outputs: Tensor, targets: Tensor) -> Tensor:
+        return F.cross_entropy(outputs, targets)
+
+    def tally(self, outputs: Tensor, targets: Tensor) -> dict[str, Tensor]:
+        return {"acc": correct(outputs, targets)}
+
+    def evaluate(self, model: nn.Module, split: str, device: torch.device) -> dict[str, float]:
+        if split != "test":
+            raise ValueError(f"fashion_mnist has a train and a test split, not {split!r}")
+        score = accuracy(model, self.test_images, self.test_labels, to_inputs, self.eval_batch_size, device)
+        return {"test_acc": score}
+
+
+class FashionMnist(Workload):
+    """Seed 003's experiment: classify Fashion-MNIST with d2l's ResNet-18, SGD, cross-entropy."""
+
+    name = "fashion_mnist"
+    dataset = "fashion_mnist"
+    settings_model = FashionMnistSettings
+    primary_metric = "test_acc"
+
+    def build_model(self, settings: FashionMnistSettings) -> nn.Sequential:
+        return d2l_resnet18(NUM_CLASSES, in_channels=1, width=settings.width)
+
+    def unit_shape(self, settings: FashionMnistSettings) -> tuple[int, ...]:
+        return (1, *fashion_mnist.IMAGE_SHAPE)
+
+    def optimizer(self, groups: list[dict], settings: FashionMnistSettings) -> torch.optim.Optimizer:
+        return torch.optim.SGD(groups, momentum=settings.momentum, weight_decay=settings.weight_decay)
+
+    def open(self, prepared: Path | None, settings: FashionMnistSettings) -> FashionMnistData:
+        assert prepared is not None
+        arrays = fashion_mnist.load_prepared(prepared)
+        images = {split: torch.from_numpy(arrays[f"{split}_images"]).unsqueeze(1) for split in ("train", "test")}
+        labels = {split: torch.from_numpy(arrays[f"{split}_labels"]).long() for split in ("train", "test")}
+        train_images, train_labels = fixed_subset(images["train"], labels["train"], settings.train_subset,
+                                                  settings.seed)
+        return FashionMnistData(train_images, train_labels, images["test"], labels["test"],
+                                settings.eval_batch_size, read_json(prepared / "meta.json")["data_origin"])

@@ -1,0 +1,24 @@
+"""One step's data as strategies see it: inputs and targets whose dim 0 is the unit they split."""
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Inputs and targets aligned on dim 0: a sample for a classifier, a whole episode for few-shot learning.
+
+    Data-parallel strategies give each replica a slice of dim 0; pipelines cut dim 0 into micro-batches.
+    """
+
+    inputs: Tensor
+    targets: Tensor
+
+    def __len__(self) -> int:
+        return self.inputs.shape[0]
+
+    def to(self, device: torch.device) -> "Batch":
+        """The batch on `device` (asynchronous where the device allows)."""
+        return Batch(self.inputs.to(device, non_blocking=True), self.targets.to(device, non_blocking=True))

@@ -1,0 +1,89 @@
+"""Benchmark cells: (workload, strategy, overrides) run in fresh workers for the same steps, interleaved over rounds.
+
+The benchmark stage and the sweeps share this runner. A cell that cannot run here is planned as skipped,
+with its reason, before any heavy work; rounds rotate the order so that machine noise hits every cell alike.
+"""
+
+import logging
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from parabench.config import PARAMS_FILE, validate_params, with_overrides
+from parabench.engine.launch import run_plan_workers
+from parabench.engine.plan import RunPlan, make_plan
+from parabench.errors import ConfigError, StrategyUnavailable
+from parabench.io import read_json
+from parabench.runtime.hardware import resolve
+
+log = logging.getLogger("parabench.cells")
+CEILING = "ceiling"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """What to measure: a workload under a strategy with params overrides; `copies` independent copies at once."""
+
+    workload: str
+    strategy: str
+    overrides: tuple[tuple[str, Any], ...] = ()
+    copies: int = 1
+
+    @property
+    def label(self) -> str:
+        """The cell's name in results: the strategy, its overrides, or `ceiling` for side-by-side copies."""
+        if self.copies > 1:
+            return CEILING
+        return " ".join([self.strategy, *(f"{key}={value}" for key, value in self.overrides)])
+
+
+@dataclass
+class CellRuns:
+    """A cell's plan and the runs measured for it, or why it was skipped."""
+
+    cell: Cell
+    plan: RunPlan | None
+    skipped_reason: str | None = None
+    runs: list[dict[str, Any]] = field(default_factory=list)
+
+
+def plan_cell(raw_params: dict[str, Any], cell: Cell) -> CellRuns:
+    """Validate the params with the cell's overrides and plan it; a cell that cannot run is skipped, with why."""
+    where = f"{PARAMS_FILE} with {dict(cell.overrides)}" if cell.overrides else str(PARAMS_FILE)
+    params = validate_params(with_overrides(raw_params, dict(cell.overrides)), where)
+    try:
+        plan = make_plan(params, cell.workload, "benchmark", strategy_name=cell.strategy,
+                         machine=resolve(params.hardware), copies=cell.copies)
+    except (StrategyUnavailable, ConfigError) as reason:
+        log.warning("%s on %s skipped: %s", cell.label, cell.workload, reason)
+        return CellRuns(cell, None, skipped_reason=str(reason))
+    return CellRuns(cell, plan)
+
+
+def interleaved(runnable: list[CellRuns], round_index: int) -> list[CellRuns]:
+    """This round's order: the list rotated by the round number, so no cell always goes first."""
+    shift = round_index % len(runnable) if runnable else 0
+    return runnable[shift:] + runnable[:shift]
+
+
+def run_cells(planned: list[CellRuns], rounds: int, warmup_steps: int, timed_steps: int) -> None:
+    """Run every runnable cell once per round, in rotating order, each in fresh workers; keep each run's times."""
+    runnable = [entry for entry in planned if entry.plan is not None]
+    with tempfile.TemporaryDirectory(prefix="parabench-cells-") as scratch:
+        for round_index in range(rounds):
+            for number, entry in enumerate(interleaved(runnable, round_index)):
+                assert entry.plan is not None
+                out = Path(scratch) / f"{round_index}-{number}.json"
+                log.info("round %d/%d: %s on %s", round_index + 1, rounds, entry.cell.label, entry.cell.workload)
+                run_plan_workers(entry.plan, f"the benchmark of {entry.cell.label} on {entry.cell.workload}",
+                                 ["--out", str(out), "--warmup", str(warmup_steps), "--steps", str(timed_steps)])
+                entry.runs.append(read_json(out))
+
+
+def benchmark_cells(workload: str, strategies: list[str], devices: int) -> list[Cell]:
+    """Every listed strategy, plus `devices` copies of `single` side by side: what the shared machine allows."""
+    cells = [Cell(workload, strategy) for strategy in strategies]
+    if devices > 1:
+        cells.append(Cell(workload, "single", copies=devices))
+    return cells

@@ -1,0 +1,49 @@
+"""One benchmark cell in its worker: the training loop's pass for warm-up then timed steps; rank 0 writes the times."""
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+
+from parabench.batch import Batch
+from parabench.engine.batches import augmentation_generator, epoch_batches
+from parabench.engine.loop import shard_of
+from parabench.engine.plan import RunPlan
+from parabench.engine.timing import StepClock
+from parabench.engine.train_pass import train_pass
+from parabench.engine.trainer import build_trainer
+from parabench.io import write_json
+from parabench.runtime import load
+from parabench.runtime.collectives import gather_objects, slowest_per_step
+from parabench.runtime.memory import memory_kind, peak_memory_mb
+from parabench.runtime.process import Process
+from parabench.workloads import WorkloadData
+
+
+def endless_batches(data: WorkloadData, plan: RunPlan, shard_index: int, shard_count: int) -> Iterator[Batch]:
+    """This process's share of each global batch, epoch after epoch, as training would draw them."""
+    for epoch in itertools.count():
+        yield from epoch_batches(data, plan.global_batch, shard_index, shard_count, plan.settings.seed, epoch)
+
+
+def measure_cell(plan: RunPlan, process: Process, data: WorkloadData, warmup: int, timed: int, out: Path) -> None:
+    """Time `timed` steps after `warmup`; a step lasts as long as its slowest rank."""
+    trainer = build_trainer(plan, process)
+    trainer.parallel.module.train()
+    shard_index, shard_count = shard_of(plan, trainer.parallel, process)
+    clock = StepClock(process.device, warmup)
+    batches = itertools.islice(endless_batches(data, plan, shard_index, shard_count), warmup + timed)
+    generator = augmentation_generator(trainer.parallel.input_device, plan.settings.seed, 0, shard_index)
+    started = load.mark()
+    train_pass(trainer, data, batches, warmup + timed, clock, generator)
+    others = load.job_other_cpu_share(started, load.mark())
+    durations = slowest_per_step(clock.durations)
+    memory = gather_objects(peak_memory_mb(process.device))
+    if process.is_main:
+        write_json(out, {
+            "unit": data.unit,
+            "step_durations": durations,
+            "peak_memory_mb": memory,
+            "memory_kind": memory_kind(process.device),
+            "other_cpu_share": others,
+            "strategy_details": trainer.parallel.details,
+        })

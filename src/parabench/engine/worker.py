@@ -1,0 +1,55 @@
+"""A worker process: it reads the plan its launcher wrote, then trains it or measures one benchmark cell.
+
+    python -m parabench.engine.worker PLAN.json [--out CELL.json --warmup W --steps T]
+"""
+
+import argparse
+from pathlib import Path
+
+from parabench.cli import stage_main
+from parabench.engine.job import job
+from parabench.engine.loop import fit
+from parabench.engine.measure import measure_cell
+from parabench.engine.outputs import run_record, write_run
+from parabench.engine.plan import RunPlan
+from parabench.paths import checkpoint_file, prepared_dir
+from parabench.runtime.collectives import gather_objects, slowest_per_step
+from parabench.runtime.memory import memory_kind, peak_memory_mb
+from parabench.workloads import WorkloadData
+
+
+def open_data(plan: RunPlan) -> WorkloadData:
+    """The plan's workload data, from its prepared folder (none for synthetic workloads)."""
+    dataset = plan.workload.dataset
+    return plan.workload.open(prepared_dir(dataset) if dataset else None, plan.settings)
+
+
+def train_worker(plan: RunPlan) -> None:
+    """Train the plan in this process, as one rank of its job; rank 0 writes the results."""
+    with job(plan) as process:
+        data = open_data(plan)
+        result = fit(plan, process, data, checkpoint_file(plan.role, plan.workload_name))
+        steps = slowest_per_step(result.step_durations)
+        memory = gather_objects(peak_memory_mb(process.device))
+        if process.is_main:
+            write_run(plan, result, run_record(plan, data, result, steps, memory, memory_kind(process.device)))
+
+
+def main() -> None:
+    """Entry point of the worker processes."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("plan", type=Path)
+    parser.add_argument("--out", type=Path, help="benchmark cells: where rank 0 writes the step times")
+    parser.add_argument("--warmup", type=int, default=0, help="benchmark cells: steps left out of the timing")
+    parser.add_argument("--steps", type=int, default=0, help="benchmark cells: timed steps")
+    args = parser.parse_args()
+    plan = RunPlan.load(args.plan)
+    if plan.role == "benchmark":
+        with job(plan) as process:
+            measure_cell(plan, process, open_data(plan), args.warmup, args.steps, args.out)
+    else:
+        train_worker(plan)
+
+
+if __name__ == "__main__":
+    stage_main(main)

@@ -1,0 +1,106 @@
+"""Benchmark results per cell: median rate with its spread over rounds, speedup, efficiency, and the ceiling."""
+
+import statistics
+from typing import Any
+
+import pandas as pd
+
+from parabench.engine.cells import CEILING, CellRuns
+from parabench.engine.timing import summarize
+from parabench.runtime.environment import describe
+from parabench.runtime.load import CONTENDED_SHARE
+
+REFERENCE = "single"
+
+
+def cell_result(entry: CellRuns) -> dict[str, Any]:
+    """One cell's figures: a median over every timed step of every round, and the rounds' extremes."""
+    if entry.plan is None:
+        return {"status": "skipped", "reason": entry.skipped_reason}
+    plan = entry.plan
+    unit = entry.runs[-1]["unit"]
+    steps = [duration for run in entry.runs for duration in run["step_durations"]]
+    per_round = [plan.global_batch / statistics.median(run["step_durations"]) for run in entry.runs]
+    ranks = zip(*(run["peak_memory_mb"] for run in entry.runs))
+    shares = [run["other_cpu_share"] for run in entry.runs if run["other_cpu_share"] is not None]
+    return {
+        "status": "ran",
+        "unit": unit,
+        "rate": plan.global_batch / statistics.median(steps),
+        "rate_slowest_round": min(per_round),
+        "rate_fastest_round": max(per_round),
+        "step_time_s": summarize(steps),
+        "rounds": len(entry.runs),
+        "global_batch": plan.global_batch,
+        "processes": plan.processes,
+        "devices": plan.devices,
+        "devices_virtual": plan.machine.accelerator == "cpu" and plan.devices > 1,
+        "other_cpu_share": max(shares) if shares else None,
+        "contended": bool(shares) and max(shares) > CONTENDED_SHARE,
+        "peak_memory_mb": {f"rank{rank}": round(max(values), 1) for rank, values in enumerate(ranks)},
+        "memory_kind": entry.runs[-1]["memory_kind"],
+        "strategy_details": entry.runs[-1]["strategy_details"],
+        "environment": describe(plan.machine, plan.processes, plan.threads, plan.distributed),
+    }
+
+
+def summarize_cells(entries: list[CellRuns]) -> dict[str, dict[str, Any]]:
+    """label -> figures, with speedup and scaling efficiency against `single`, and efficiency against the ceiling.
+
+    The ceiling is `devices` independent copies of `single`, each on its share of the batch, side by side
+    with no communication: the most that many (virtual) devices of this machine can give. A strategy's
+    efficiency_vs_ceiling = its speedup / the ceiling's speedup: what the strategy itself loses, the shared
+    cores aside.
+    """
+    results = {entry.cell.label: cell_result(entry) for entry in entries}
+    ran = [figures for figures in results.values() if figures["status"] == "ran"]
+    reference, ceiling = results.get(REFERENCE, {}), results.get(CEILING, {})
+    for figures in ran:
+        figures["speedup"] = figures["rate"] / reference["rate"] if reference.get("status") == "ran" else None
+        figures["scaling_efficiency"] = figures["speedup"] / figures["devices"] if figures["speedup"] else None
+    for figures in ran:
+        comparable = ceiling.get("status") == "ran" and figures["devices"] == ceiling["devices"]
+        figures["efficiency_vs_ceiling"] = (
+            figures["speedup"] / ceiling["speedup"] if comparable and figures["speedup"] and ceiling["speedup"] else None
+        )
+    return results
+
+
+def compact(figures: dict[str, Any]) -> dict[str, Any]:
+    """The few numbers `dvc metrics show` prints for a cell."""
+    if figures["status"] != "ran":
+        return {"status": "skipped"}
+    return {
+        "status": "ran",
+        f"{figures['unit']}s_per_s": figures["rate"],
+        "speedup": figures["speedup"],
+        "scaling_efficiency": figures["scaling_efficiency"],
+        "efficiency_vs_ceiling": figures["efficiency_vs_ceiling"],
+        "contended": figures["contended"],
+    }
+
+
+def table(results: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """One row per cell that ran, for `dvc plots` and the figure."""
+    rows = [
+        {
+            "cell": label,
+            "unit": figures["unit"],
+            "rate": figures["rate"],
+            "rate_slowest_round": figures["rate_slowest_round"],
+            "rate_fastest_round": figures["rate_fastest_round"],
+            "speedup": figures["speedup"],
+            "scaling_efficiency": figures["scaling_efficiency"],
+            "efficiency_vs_ceiling": figures["efficiency_vs_ceiling"],
+            "devices": figures["devices"],
+            "devices_virtual": figures["devices_virtual"],
+        }
+        for label, figures in results.items()
+        if figures["status"] == "ran"
+    ]
+    return pd.DataFrame(rows)
+
+
+def skipped(results: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
+    """(cell, reason) of every cell that could not run here."""
+    return [(label, figures["reason"]) for label, figures in results.items() if figures["status"] == "skipped"]

@@ -1,0 +1,78 @@
+"""What `make run` prints at the end: each workload's comparison and benchmark on one screen, and where files are.
+
+    python -m parabench.report.summary
+"""
+
+from pathlib import Path
+
+import pandas as pd
+
+from parabench.io import read_json
+from parabench.paths import benchmark_metrics_dir, speedup_metrics_file
+from parabench.workloads import WORKLOADS
+
+WHERE = """Files: metrics/ (what `dvc metrics show` and `dvc exp show` compare), results/ (every figure with its
+environment, load and per-rank memory), plots/ (`dvc plots show`; plots/figures holds the benchmark charts),
+models/ (trained weights)."""
+
+
+def comparison_rows() -> list[dict]:
+    """One row per workload: the run against its reference, end to end and interleaved."""
+    rows = []
+    for name, workload in WORKLOADS.items():
+        path = speedup_metrics_file(name)
+        if not path.exists():
+            continue
+        figures = read_json(path)
+        metric = workload.primary_metric
+        score = f"{figures[metric]:.3f}" if metric in figures else "n/a"
+        if f"{metric}_ci95" in figures:
+            score += f" +- {figures[f'{metric}_ci95']:.3f}"
+        rate = next(key for key in figures if key.endswith("s_per_s"))
+        rows.append({
+            "workload": name,
+            "run": f"{figures['strategy']} vs {figures['reference']}",
+            metric or "quality": score,
+            "reference": f"{figures[f'reference_{metric}']:.3f}" if f"reference_{metric}" in figures else "n/a",
+            "per_s": f"{figures[rate]:.3g} {rate.removesuffix('_per_s')}",
+            "speedup": figures["speedup"],
+            "interleaved": figures["speedup_interleaved"],
+            "efficiency": figures["scaling_efficiency"],
+            "contended": figures["contended"],
+            "data": figures["data_origin"],
+        })
+    return rows
+
+
+def benchmark_rows() -> list[dict]:
+    """One row per benchmark cell that ran (and a mark for those skipped)."""
+    rows = []
+    for name in WORKLOADS:
+        for path in sorted(Path(benchmark_metrics_dir(name)).glob("*.json")):
+            figures = read_json(path)
+            rate = next((key for key in figures if key.endswith("s_per_s")), None)
+            rows.append({
+                "workload": name,
+                "cell": path.stem,
+                "per_s": figures[rate] if rate else "skipped",
+                "speedup": figures.get("speedup"),
+                "efficiency": figures.get("scaling_efficiency"),
+                "vs_ceiling": figures.get("efficiency_vs_ceiling"),
+                "contended": figures.get("contended"),
+            })
+    return rows
+
+
+def main() -> None:
+    """Print both tables, rounded, then where the files are."""
+    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.precision", 3):
+        print("Each run against its reference (end to end; `interleaved` is the benchmark's robust ratio):")
+        print(pd.DataFrame(comparison_rows()).to_string(index=False))
+        print("\nBenchmark: every strategy in fresh processes, interleaved rounds (ceiling: independent copies of "
+              "single side by side, the most this machine's devices allow):")
+        print(pd.DataFrame(benchmark_rows()).to_string(index=False))
+    print("\n" + WHERE)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The bottom floor: processes, devices, collectives, hardware detection, the machine's environment, launch."""
