@@ -11,6 +11,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 run: $(STAMP)
 	dvc repro
+	python -m parabench.report.summary
 
 test: $(STAMP)
 	python -m pytest

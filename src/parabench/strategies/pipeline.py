@@ -145,15 +145,16 @@ def check(setup: StrategySetup, global_batch: int) -> None:
     split_size, stages = setup.pipeline.split_size, setup.machine.devices
     if split_size > global_batch:
         raise ConfigError(
-            f"pipeline.split_size: {split_size} is larger than the global batch of {global_batch} samples, so "
-            f"there is nothing to pipeline; set pipeline.split_size to at most {global_batch}."
+            f"pipeline.split_size: {split_size} is larger than the global batch of {global_batch} units, so "
+            f"there is nothing to pipeline; set pipeline.split_size (or the workload's pipeline.split_sizes entry) "
+            f"to at most {global_batch}."
         )
     if setup.pipeline.engine != "distributed":
         return
     if global_batch % split_size:
         divisor = max(d for d in range(1, split_size + 1) if global_batch % d == 0)
         raise ConfigError(
-            f"pipeline.split_size: {split_size} does not divide the global batch of {global_batch} samples, but "
+            f"pipeline.split_size: {split_size} does not divide the global batch of {global_batch} units, but "
             f"the distributed engine's schedules need equal micro-batches; set pipeline.split_size to a divisor "
             f"of {global_batch} (e.g. {divisor}) or use pipeline.engine: inprocess."
         )
