@@ -1,14 +1,23 @@
 """Every strategy trains through the one loop on CPU (2 gloo processes where it is multi-process) and learns.
 
-Why these settings: with batch 16, lr 0.05 and momentum 0.9 for 2 epochs (16 steps) the weights moved so fast
-that BatchNorm's running statistics (momentum 0.1) still held a fifth of their initial values and lagged the
-weights: train accuracy was 1.0 while evaluation (which normalises with those running statistics) predicted one
-class, 0.47-0.63 depending on the seed and on the CPU's float rounding (AVX2 or AVX-512). Recomputing the
-running statistics with the final weights gave 1.0 every time: the cause was the stale statistics of a very
-short run, not a strategy. With lr 0.02 for 4 epochs (32 steps) the statistics track the weights; measured
-over seeds 0-9, 1 and 2 threads, AVX-512 and AVX2 kernels (ATEN_CPU_CAPABILITY=avx2), every strategy reached
-MEASURED_WORST or more, so the threshold 0.75 stands well below the worst value seen (chance is 0.5).
+Why these assertions. The old version (2 epochs of 8 steps, lr 0.05, momentum 0.9, images labelled by their
+brightness) failed on AVX2 machines for ddp, allreduce and fsdp at 0.46875 test accuracy: train accuracy was
+1.0 while evaluation predicted one class. The cause was BatchNorm's running statistics (momentum 0.1): after
+16 fast steps they still held a fifth of their initial values and lagged the weights, so evaluation, which
+normalises with them, saw features unlike training's; recomputing them with the final weights gave 1.0 every
+time, for every seed. It was not a strategy or rank bug (the three strategies compute the same per-replica
+BatchNorm, hence the same number), and brightness labels made it worse (a batch's statistics carried its
+labels). Now: images labelled by which half is bright (same mean brightness for both classes), lr 0.01 for
+6 epochs of 8 steps, and the test asserts what is stable. Measured with tests/setups.py's data seeds and
+settings.seed 0-9, 1 and 2 threads, on AVX-512 (and seeds 0-4 with AVX2 kernels, ATEN_CPU_CAPABILITY=avx2):
+  - the last epoch's loss is at least 23 times below the first's for every strategy (asserted: 10 times);
+  - last-epoch train accuracy >= 0.969 for every strategy (asserted: 0.9; chance is 0.5);
+  - test accuracy is 1.0 for every seed except ddp/allreduce/fsdp at seed 2 with 1 thread on AVX-512 (0.625):
+    replicas of 8 images give noisier running statistics, and one seed still lands on the knife-edge. So
+    test accuracy is asserted only where it is stable: for `single` (tests/test_training_loop.py, 1.0 at
+    every seed) and, here, through equality with `single` (tests/test_*equivalence.py).
 """
+
 
 from pathlib import Path
 
@@ -63,7 +72,7 @@ def test_strategy_trains_through_the_loop(tmp_path, case):
     result = train(case, tmp_path)
     history = result["history"]
     assert [row["epoch"] for row in history] == list(range(1, EPOCHS + 1))
-    assert history[-1]["train_loss"] < history[0]["train_loss"] / 4, "the loss falls by a clear factor"
-    assert history[-1]["test_acc"] >= 0.75, "two classes: chance is 0.5"
+    assert history[-1]["train_loss"] < history[0]["train_loss"] / 10, "the loss falls by a clear factor"
+    assert history[-1]["train_acc"] >= 0.9, "two classes: chance is 0.5"
     assert result["keys"] == list(WORKLOADS["fashion_mnist"].build_model(plan_for(case).settings).state_dict())
     assert (tmp_path / "ckpt.pt").exists()

@@ -19,10 +19,11 @@ def one_thread():
 
 
 def test_loop_learns_and_records_every_epoch(tmp_path):
-    """The settings and threshold of test_every_strategy_trains, whose docstring says how they were measured."""
+    """test_every_strategy_trains's settings; `single` reached 1.0 test accuracy at seeds 0-9 with 1 and 2 threads
+    on AVX-512 and AVX2 kernels, so 0.75 stands well below the worst value seen (chance: 0.5)."""
     result = fit(tiny_plan(epochs=6, lr=0.01), CPU_PROCESS, separable_data(), tmp_path / "ckpt.pt")
     assert [row["epoch"] for row in result.history] == [1, 2, 3, 4, 5, 6]
-    assert result.history[-1]["train_loss"] < result.history[0]["train_loss"] / 4
+    assert result.history[-1]["train_loss"] < result.history[0]["train_loss"] / 10
     assert result.history[-1]["test_acc"] >= 0.75, "two classes: chance is 0.5"
     assert len(result.step_durations) == 6 * (128 // 16) - 1, "one warm-up step is left out"
     assert result.steps_per_epoch == 8
