@@ -16,7 +16,7 @@ CPU_PROCESS = Process(rank=0, local_rank=0, world_size=1, device=torch.device("c
 
 
 def cpu_setup(devices: int = 1, split_size: int = 8, engine: str = "inprocess", schedule: str = "gpipe",
-              balance: str = "parameters", blocks: int = 6, sample_shape: tuple[int, ...] = (8, 1, 12, 12),
+              balance: str = "parameters", blocks: int = 6, batch_shape: tuple[int, ...] = (8, 1, 12, 12),
               threads: int = 1) -> StrategySetup:
     """A CPU machine with `devices` (virtual) devices, `threads` per process, and the given strategy options."""
     machine = Machine(accelerator="cpu", devices=devices, nodes=1, backend="gloo", cores=1, max_restarts=0,
@@ -26,7 +26,7 @@ def cpu_setup(devices: int = 1, split_size: int = 8, engine: str = "inprocess", 
         partition=PartitionOptions(balance=balance),
         pipeline=PipelineOptions(engine=engine, split_size=split_size, schedule=schedule),
         blocks=blocks,
-        sample_shape=sample_shape,
+        batch_shape=batch_shape,
     )
 
 
@@ -41,7 +41,7 @@ def tiny_plan(strategy: str = "single", setup: StrategySetup | None = None, role
               **changes: Any) -> RunPlan:
     """A fashion_mnist plan on `setup` (one CPU device by default), the global batch being settings.batch_size."""
     settings = tiny_settings(**changes)
-    setup = setup or cpu_setup(sample_shape=(settings.batch_size, 1, 28, 28))
+    setup = setup or cpu_setup(batch_shape=(settings.batch_size, 1, 28, 28))
     chosen = STRATEGIES[strategy]
     return RunPlan(role=role, workload_name="fashion_mnist", strategy_name=strategy, scale="tiny", settings=settings,
                    setup=setup, replicas=chosen.data_replicas(setup), global_batch=settings.batch_size,

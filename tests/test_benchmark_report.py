@@ -14,7 +14,7 @@ def run(step_seconds: list[float], ranks: int, other: float = 0.0) -> dict:
 
 
 def entries() -> list[CellRuns]:
-    two = cpu_setup(devices=2, sample_shape=(64, 1, 28, 28))
+    two = cpu_setup(devices=2, batch_shape=(64, 1, 28, 28))
     single = CellRuns(Cell("fashion_mnist", "single"), tiny_plan("single", two, "benchmark", batch_size=64),
                       runs=[run([0.2, 0.2, 0.3], 1), run([0.2, 0.4, 0.2], 1)])
     ddp = CellRuns(Cell("fashion_mnist", "ddp"), tiny_plan("ddp", two, "benchmark", batch_size=64),

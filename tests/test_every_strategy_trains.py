@@ -44,7 +44,7 @@ EPOCHS, LR = 6, 0.01
 
 
 def plan_for(case: str, seed: int = 0, threads: int = 1) -> RunPlan:
-    setup = cpu_setup(devices=2, sample_shape=(16, 1, 28, 28), threads=threads, **CASES[case])
+    setup = cpu_setup(devices=2, batch_shape=(16, 1, 28, 28), threads=threads, **CASES[case])
     return tiny_plan(case.split("-")[0], setup=setup, epochs=EPOCHS, lr=LR, seed=seed)
 
 

@@ -59,7 +59,7 @@ def test_evaluation_is_seeded_and_has_an_interval(prepared):
 def test_a_short_run_records_episode_metrics(prepared, tmp_path):
     torch.set_num_threads(1)
     chosen = settings(epochs=2)
-    setup = cpu_setup(sample_shape=(2, *WORKLOAD.unit_shape(chosen)), blocks=8)
+    setup = cpu_setup(batch_shape=(2, *WORKLOAD.unit_shape(chosen)), blocks=8)
     plan = RunPlan(role="train", workload_name="miniimagenet", strategy_name="single", scale="tiny", settings=chosen,
                    setup=setup, replicas=1, global_batch=2, lr=0.001)
     result = fit(plan, CPU_PROCESS, WORKLOAD.open(prepared, chosen), tmp_path / "ckpt.pt")

@@ -49,10 +49,10 @@ def test_resume_after_a_crash_matches_an_uninterrupted_run(tmp_path):
 
 def test_a_run_is_identified_by_what_shapes_its_math_and_timings_only():
     single = tiny_plan()
-    other_split = single.model_copy(update={"setup": cpu_setup(split_size=4, sample_shape=(16, 1, 28, 28))})
+    other_split = single.model_copy(update={"setup": cpu_setup(split_size=4, batch_shape=(16, 1, 28, 28))})
     assert run_description(other_split) == run_description(single), \
         "single ignores the pipeline options: changing them must not discard its checkpoint"
-    more_threads = single.model_copy(update={"setup": cpu_setup(threads=2, sample_shape=(16, 1, 28, 28))})
+    more_threads = single.model_copy(update={"setup": cpu_setup(threads=2, batch_shape=(16, 1, 28, 28))})
     assert run_description(more_threads) != run_description(single), "timings differ with the threads"
     pipeline = tiny_plan("pipeline", setup=cpu_setup(devices=2))
     resplit = pipeline.model_copy(update={"setup": cpu_setup(devices=2, split_size=4)})

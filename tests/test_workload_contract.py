@@ -124,7 +124,7 @@ def registered(monkeypatch):
 
 
 def toy_plan(strategy: str, epochs: int = 3) -> RunPlan:
-    setup = cpu_setup(devices=2, blocks=4, sample_shape=(16, SET_SIZE, DIMS))
+    setup = cpu_setup(devices=2, blocks=4, batch_shape=(16, SET_SIZE, DIMS))
     settings = SetSettings(epochs=epochs, batch_size=16, lr=0.01, scaling="strong", warmup_steps=1, seed=0,
                            head_lr_mult=10.0)
     return RunPlan(role="train", workload_name=TOY.name, strategy_name=strategy, scale="tiny", settings=settings,

@@ -131,7 +131,7 @@ def make_plan(params: Params, workload_name: str, role: Role, strategy_name: str
         partition=params.partition,
         pipeline=params.pipeline.for_workload(workload_name),
         blocks=len(workload.build_model(settings)),
-        sample_shape=(settings.batch_size, *workload.unit_shape(settings)),
+        batch_shape=(settings.batch_size, *workload.unit_shape(settings)),
     )
     replicas = strategy.data_replicas(setup) * copies
     if settings.scaling == "weak":

@@ -37,7 +37,7 @@ class StrategySetup(BaseModel):
     partition: PartitionOptions
     pipeline: PipelineOptions
     blocks: int
-    sample_shape: tuple[int, ...]
+    batch_shape: tuple[int, ...]
 
 
 def forward_backward(module: nn.Module) -> TrainStep:

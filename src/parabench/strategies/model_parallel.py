@@ -44,14 +44,14 @@ class StagedModel(nn.Module):
         return activation
 
 
-def stage_sizes(model: nn.Sequential, setup: StrategySetup, device: torch.device, sample_samples: int
+def stage_sizes(model: nn.Sequential, setup: StrategySetup, device: torch.device, units: int
                 ) -> tuple[list[int], str]:
     """Blocks per stage and how they were balanced: by parameters, or by forward+backward time measured
-    on `device` with a random batch of `sample_samples` samples of the workload's input shape."""
+    on `device` with a random batch of `units` units (samples or episodes) of the workload's input shape."""
     stages = setup.machine.devices
     if setup.partition.balance == "parameters":
         return balance_by_parameters(model, stages), "parameters"
-    sample = torch.rand((sample_samples, *setup.sample_shape[1:]), device=device)
+    sample = torch.rand((units, *setup.batch_shape[1:]), device=device)
     return balance_by_time(model, sample, stages), "time"
 
 
@@ -73,7 +73,7 @@ def staged_parallel(staged: StagedModel, setup: StrategySetup, details: dict[str
 def apply(model: nn.Sequential, process: Process, setup: StrategySetup) -> Parallelized:
     """Cut the model into hardware.devices stages, one per device; time them on the whole first batch."""
     devices = stage_devices(setup)
-    sizes, balance = stage_sizes(model, setup, devices[0], setup.sample_shape[0])
+    sizes, balance = stage_sizes(model, setup, devices[0], setup.batch_shape[0])
     return staged_parallel(StagedModel(model, devices, sizes), setup, details={"balance": balance})
 
 
