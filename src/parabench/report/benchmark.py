@@ -48,9 +48,10 @@ def summarize_cells(entries: list[CellRuns]) -> dict[str, dict[str, Any]]:
     """label -> figures, with speedup and scaling efficiency against `single`, and efficiency against the ceiling.
 
     The ceiling is `devices` independent copies of `single`, each on its share of the batch, side by side
-    with no communication: the most that many (virtual) devices of this machine can give. A strategy's
-    efficiency_vs_ceiling = its speedup / the ceiling's speedup: what the strategy itself loses, the shared
-    cores aside.
+    with no communication: the most a data-parallel strategy, whose replicas do exactly that work plus the
+    communication, can reach on this machine's (possibly shared) devices. A strategy's efficiency_vs_ceiling =
+    its speedup / the ceiling's speedup: what the strategy itself loses, the shared cores aside. A cut strategy
+    changes the work itself (micro-batches, one process's threads over smaller kernels) and may pass 1.
     """
     results = {entry.cell.label: cell_result(entry) for entry in entries}
     ran = [figures for figures in results.values() if figures["status"] == "ran"]

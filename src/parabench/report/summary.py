@@ -69,7 +69,7 @@ def main() -> None:
         print("Each run against its reference (end to end; `interleaved` is the benchmark's robust ratio):")
         print(pd.DataFrame(comparison_rows()).to_string(index=False))
         print("\nBenchmark: every strategy in fresh processes, interleaved rounds (ceiling: independent copies of "
-              "single side by side, the most this machine's devices allow):")
+              "single side by side, the bound for data-parallel strategies on this machine):")
         print(pd.DataFrame(benchmark_rows()).to_string(index=False))
     print("\n" + WHERE)
 
