@@ -1,4 +1,4 @@
-"""Stage environment: this machine's identity (CPU model and vector ISA, cores, GPUs, torch); timing stages depend on it.
+"""Stage environment: the machine's identity (CPU model and vector ISA, cores, GPUs, torch); timing stages use it.
 
 It runs at every `dvc repro` (always_changed); when its output is unchanged the timing stages are not re-run,
 and on another machine (or after a torch upgrade) they are, so every timing shown was measured here.

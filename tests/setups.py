@@ -1,4 +1,4 @@
-"""Shared test setups: a CPU machine and strategy setup, tiny fashion_mnist plans, and data a working loop must learn."""
+"""Shared test setups: a CPU machine and strategy setup, tiny fashion_mnist plans, data a working loop must learn."""
 
 from typing import Any
 

@@ -4,9 +4,9 @@ import pytest
 import torch
 
 from parabench.config import load_params
-from parabench.runtime.hardware import resolve
 from parabench.engine.plan import check_all, make_plan
 from parabench.errors import ConfigError, StrategyUnavailable
+from parabench.runtime.hardware import resolve
 
 
 def test_committed_params_are_valid(base_params, write_params):

@@ -19,15 +19,24 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from parabench.runtime.process import Process
 from parabench.batch import Batch
 from parabench.errors import StrategyUnavailable
+from parabench.runtime.process import Process
 from parabench.strategies import allreduce, ddp, dp, fsdp
 from parabench.strategies.base import Strategy
 from tests.multiprocess import run_ranks
 from tests.setups import cpu_setup
 from tests.test_ddp_equivalence import (
-    ATOL, GLOBAL_BATCH, LR, WORLD, assert_same, first_batch, make_data, make_model, max_difference, single_step,
+    ATOL,
+    GLOBAL_BATCH,
+    LR,
+    WORLD,
+    assert_same,
+    first_batch,
+    make_data,
+    make_model,
+    max_difference,
+    single_step,
 )
 
 DISTRIBUTED = {s.name: s for s in (allreduce.STRATEGY, ddp.STRATEGY, fsdp.STRATEGY)}
@@ -148,7 +157,8 @@ def test_dp_is_one_process_over_all_devices():
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="DataParallel needs 2 CUDA GPUs")
 def test_dp_equals_single_with_frozen_batchnorm():
     base = cpu_setup(devices=2)
-    setup = base.model_copy(update={"machine": base.machine.model_copy(update={"accelerator": "cuda", "backend": "nccl"})})
+    cuda = base.machine.model_copy(update={"accelerator": "cuda", "backend": "nccl"})
+    setup = base.model_copy(update={"machine": cuda})
     dp.STRATEGY.check(setup, GLOBAL_BATCH)
     images, labels = make_data()
     parallel = dp.STRATEGY.apply(make_model(), Process(0, 0, 1, torch.device("cuda", 0)), setup)

@@ -18,8 +18,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from parabench.engine.batches import shard_batches
-from parabench.runtime.process import Process
 from parabench.models.resnet import d2l_resnet18
+from parabench.runtime.process import Process
 from parabench.strategies import STRATEGIES
 from tests.multiprocess import run_ranks
 from tests.setups import cpu_setup

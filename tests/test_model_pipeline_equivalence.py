@@ -18,10 +18,10 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from parabench.runtime.process import Process
 from parabench.batch import Batch
 from parabench.errors import ConfigError, StrategyUnavailable
 from parabench.models.resnet import d2l_resnet18
+from parabench.runtime.process import Process
 from parabench.strategies import single
 from parabench.strategies.base import Parallelized, Strategy, StrategySetup
 from parabench.strategies.model_parallel import STRATEGY as MODEL_PARALLEL

@@ -92,8 +92,10 @@ class SetRegression(Workload):
     primary_metric = "test_mae"
 
     def build_model(self, settings: SetSettings) -> nn.Sequential:
-        return nn.Sequential(nn.Sequential(nn.Linear(DIMS, 16), nn.Tanh()), SumOverItems(),
-                             nn.Sequential(nn.Linear(16, 16), nn.Tanh()), nn.Sequential(nn.Linear(16, 1), nn.Flatten(0)))
+        return nn.Sequential(
+            nn.Sequential(nn.Linear(DIMS, 16), nn.Tanh()), SumOverItems(),
+            nn.Sequential(nn.Linear(16, 16), nn.Tanh()), nn.Sequential(nn.Linear(16, 1), nn.Flatten(0)),
+        )
 
     def unit_shape(self, settings: SetSettings) -> tuple[int, ...]:
         return (SET_SIZE, DIMS)

@@ -61,9 +61,8 @@ def summarize_cells(entries: list[CellRuns]) -> dict[str, dict[str, Any]]:
         figures["scaling_efficiency"] = figures["speedup"] / figures["devices"] if figures["speedup"] else None
     for figures in ran:
         comparable = ceiling.get("status") == "ran" and figures["devices"] == ceiling["devices"]
-        figures["efficiency_vs_ceiling"] = (
-            figures["speedup"] / ceiling["speedup"] if comparable and figures["speedup"] and ceiling["speedup"] else None
-        )
+        comparable = comparable and bool(figures["speedup"]) and bool(ceiling["speedup"])
+        figures["efficiency_vs_ceiling"] = figures["speedup"] / ceiling["speedup"] if comparable else None
     return results
 
 

@@ -28,4 +28,6 @@ def run_workers(command: list[str], threads: int, what: str) -> None:
     log.info("launching: %s", " ".join(command))
     completed = subprocess.run(command, env={**os.environ, "OMP_NUM_THREADS": str(threads)}, check=False)
     if completed.returncode != 0:
-        raise ParabenchError(f"the worker(s) of {what} exited with status {completed.returncode}; their messages are above.")
+        raise ParabenchError(
+            f"the worker(s) of {what} exited with status {completed.returncode}; their messages are above."
+        )

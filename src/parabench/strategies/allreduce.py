@@ -4,10 +4,15 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
-from parabench.runtime.process import Process
 from parabench.batch import Batch
+from parabench.runtime.process import Process
 from parabench.strategies.base import (
-    LossFn, Parallelized, StepResult, StrategySetup, TrainStep, forward_backward,
+    LossFn,
+    Parallelized,
+    StepResult,
+    StrategySetup,
+    TrainStep,
+    forward_backward,
 )
 from parabench.strategies.per_device import replica_per_device
 

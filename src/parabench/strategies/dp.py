@@ -4,8 +4,8 @@ import torch
 from torch import nn
 from torch.nn import DataParallel
 
-from parabench.runtime.process import Process
 from parabench.errors import StrategyUnavailable
+from parabench.runtime.process import Process
 from parabench.strategies.base import Parallelized, Strategy, StrategySetup, forward_backward
 from parabench.strategies.per_device import check_gpus
 

@@ -7,6 +7,7 @@ from parabench.strategies.allreduce import broadcast_from_rank0
 from parabench.strategies.base import Parallelized, StrategySetup, forward_backward
 from parabench.strategies.per_device import replica_per_device
 
+
 def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Parallelized:
     """Shard each top-level block, then the root; gradients are reduce-scattered and averaged in backward."""
     # Imported here: torch.distributed.checkpoint costs 0.6 s at the start of every process that imports it.

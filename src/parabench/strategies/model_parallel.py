@@ -14,6 +14,7 @@ from parabench.strategies.base import Parallelized, Strategy, StrategySetup, for
 from parabench.strategies.partition import balance_by_parameters, balance_by_time, cut
 from parabench.strategies.stage_devices import check_stage_devices, devices_virtual, stage_devices
 
+
 class StagedModel(nn.Module):
     """The model's blocks cut into stages, stage i on devices[i]; the model itself stays whole and unchanged."""
 

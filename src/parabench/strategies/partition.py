@@ -9,8 +9,8 @@ from itertools import accumulate
 import torch
 from torch import Tensor, nn
 
-from parabench.runtime.collectives import synchronize
 from parabench.errors import ConfigError
+from parabench.runtime.collectives import synchronize
 
 TIMING_REPEATS = 5
 

@@ -5,8 +5,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from parabench.runtime.process import Process
 from parabench.errors import StrategyUnavailable
+from parabench.runtime.process import Process
 from parabench.strategies.base import Parallelized, Strategy, StrategySetup
 
 

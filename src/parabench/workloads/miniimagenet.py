@@ -46,7 +46,9 @@ class MiniImagenetSettings(TrainSettings):
     @model_validator(mode="after")
     def _seed_encoder_is_fixed(self) -> "MiniImagenetSettings":
         if self.encoder == "seed" and self.width != 64:
-            raise ValueError(f"encoder 'seed' has fixed layers (11,285,569 parameters): set width to 64, not {self.width}")
+            raise ValueError(
+                f"encoder 'seed' has fixed layers (11,285,569 parameters): set width to 64, not {self.width}"
+            )
         return self
 
 
