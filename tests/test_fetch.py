@@ -19,7 +19,6 @@ from parabench.data.fetch import (
     content_sha256,
     expected_sha256,
     fetch,
-    fetch_with_source,
 )
 from parabench.data.idx import write_idx
 from parabench.errors import DataError, DownloadError
@@ -88,7 +87,7 @@ def _other_gz(raw: bytes) -> bytes:
 
 def test_download_verifies_and_lands_at_dest(server: FileServer, gz_body: bytes, sha: str, dest_dir: Path) -> None:
     server.routes["/" + NAME] = Route(gz_body)
-    path = fetch(_remote(sha, server.url("/" + NAME)), dest_dir, None, **FAST)
+    path = fetch(_remote(sha, server.url("/" + NAME)), dest_dir, None, **FAST).path
     assert path == dest_dir / NAME
     assert path.read_bytes() == gz_body
     assert content_sha256(path) == sha
@@ -99,7 +98,7 @@ def test_dropped_connection_is_resumed_with_range(
     server: FileServer, gz_body: bytes, sha: str, dest_dir: Path
 ) -> None:
     server.routes["/" + NAME] = Route(gz_body, drop_first=True)
-    path = fetch(_remote(sha, server.url("/" + NAME)), dest_dir, None, **FAST)
+    path = fetch(_remote(sha, server.url("/" + NAME)), dest_dir, None, **FAST).path
     assert server.requests_for("/" + NAME) == [None, f"bytes={len(gz_body) // 2}-"]
     assert path.read_bytes() == gz_body
     assert sorted(p.name for p in dest_dir.iterdir()) == [NAME]
@@ -109,7 +108,7 @@ def test_server_ignoring_range_restarts_from_zero(
     server: FileServer, gz_body: bytes, sha: str, dest_dir: Path
 ) -> None:
     server.routes["/" + NAME] = Route(gz_body, drop_first=True, honour_range=False)
-    path = fetch(_remote(sha, server.url("/" + NAME)), dest_dir, None, **FAST)
+    path = fetch(_remote(sha, server.url("/" + NAME)), dest_dir, None, **FAST).path
     assert server.requests_for("/" + NAME) == [None, f"bytes={len(gz_body) // 2}-"]
     assert path.read_bytes() == gz_body
 
@@ -118,7 +117,7 @@ def test_range_not_satisfiable_keeps_a_complete_part_file(
     server: FileServer, gz_body: bytes, sha: str, dest_dir: Path
 ) -> None:
     server.routes["/" + NAME] = Route(gz_body, overstate_length_first=True)
-    path = fetch(_remote(sha, server.url("/" + NAME)), dest_dir, None, **FAST)
+    path = fetch(_remote(sha, server.url("/" + NAME)), dest_dir, None, **FAST).path
     assert server.requests_for("/" + NAME) == [None, f"bytes={len(gz_body)}-"]
     assert path.read_bytes() == gz_body
 
@@ -145,7 +144,7 @@ def test_corrupt_gzip_is_deleted_and_reported(server: FileServer, gz_body: bytes
 def test_falls_back_to_the_next_url_after_a_404(server: FileServer, gz_body: bytes, sha: str, dest_dir: Path) -> None:
     server.routes["/mirror/" + NAME] = Route(gz_body)
     remote = _remote(sha, server.url("/missing/" + NAME), server.url("/mirror/" + NAME))
-    path = fetch(remote, dest_dir, None, **FAST)
+    path = fetch(remote, dest_dir, None, **FAST).path
     assert server.requests_for("/missing/" + NAME) == [None]  # a 404 is not retried
     assert server.requests_for("/mirror/" + NAME) == [None]
     assert content_sha256(path) == sha
@@ -158,7 +157,7 @@ def test_a_good_mirror_file_needs_no_network(
     mirror_dir.mkdir()
     (mirror_dir / NAME).write_bytes(gz_body)
     server.routes["/" + NAME] = Route(gz_body)
-    path = fetch(_remote(sha, server.url("/" + NAME)), dest_dir, mirror_dir, **FAST)
+    path = fetch(_remote(sha, server.url("/" + NAME)), dest_dir, mirror_dir, **FAST).path
     assert server.requests == []
     assert path.read_bytes() == gz_body
     assert sorted(p.name for p in dest_dir.iterdir()) == [NAME]
@@ -172,7 +171,7 @@ def test_a_bad_mirror_file_falls_through_to_the_url(
     bad = gzip.compress(b"not the right content")
     (mirror_dir / NAME).write_bytes(bad)
     server.routes["/" + NAME] = Route(gz_body)
-    path = fetch(_remote(sha, server.url("/" + NAME)), dest_dir, mirror_dir, **FAST)
+    path = fetch(_remote(sha, server.url("/" + NAME)), dest_dir, mirror_dir, **FAST).path
     assert server.requests_for("/" + NAME) == [None]
     assert path.read_bytes() == gz_body
     assert (mirror_dir / NAME).read_bytes() == bad
@@ -184,7 +183,7 @@ def test_regzipped_file_has_other_bytes_but_the_same_content_checksum(
     regzipped = _other_gz(raw_idx)
     assert regzipped != gz_body
     server.routes["/" + NAME] = Route(regzipped)
-    path = fetch(_remote(sha, server.url("/" + NAME)), dest_dir, None, **FAST)
+    path = fetch(_remote(sha, server.url("/" + NAME)), dest_dir, None, **FAST).path
     assert path.read_bytes() == regzipped
     assert content_sha256(path) == sha
 
@@ -195,7 +194,7 @@ def test_a_verified_file_already_present_is_returned_without_network(
     dest_dir.mkdir()
     (dest_dir / NAME).write_bytes(gz_body)
     server.routes["/" + NAME] = Route(gz_body)
-    assert fetch(_remote(sha, server.url("/" + NAME)), dest_dir, None, **FAST) == dest_dir / NAME
+    assert fetch(_remote(sha, server.url("/" + NAME)), dest_dir, None, **FAST).path == dest_dir / NAME
     assert server.requests == []
 
 
@@ -205,7 +204,7 @@ def test_a_present_file_that_does_not_verify_is_fetched_again(
     dest_dir.mkdir()
     (dest_dir / NAME).write_bytes(gzip.compress(b"stale"))
     server.routes["/" + NAME] = Route(gz_body)
-    path = fetch(_remote(sha, server.url("/" + NAME)), dest_dir, None, **FAST)
+    path = fetch(_remote(sha, server.url("/" + NAME)), dest_dir, None, **FAST).path
     assert server.requests_for("/" + NAME) == [None]
     assert path.read_bytes() == gz_body
 
@@ -252,7 +251,7 @@ def test_an_unpinned_file_is_trusted_on_first_use_and_recorded(
     server.routes["/" + UNPINNED] = Route(body)
     remote = _unpinned(server.url("/" + UNPINNED))
     assert expected_sha256(remote, dest_dir) is None
-    fetched = fetch_with_source(remote, dest_dir, None, **FAST)
+    fetched = fetch(remote, dest_dir, None, **FAST)
     assert fetched == FetchedFile(dest_dir / UNPINNED, server.url("/" + UNPINNED))
     assert fetched.path.read_bytes() == body
     assert _recorded(dest_dir) == f"{digest}  {UNPINNED}\n"
@@ -274,7 +273,7 @@ def test_a_recorded_copy_already_present_needs_no_network(server: FileServer, de
     remote = _unpinned(server.url("/" + UNPINNED))
     fetch(remote, dest_dir, None, **FAST)
     server.routes["/" + UNPINNED] = Route(b"PK changed upstream")
-    assert fetch(remote, dest_dir, None, **FAST).read_bytes() == b"PK first copy"
+    assert fetch(remote, dest_dir, None, **FAST).path.read_bytes() == b"PK first copy"
     assert server.requests_for("/" + UNPINNED) == [None]
 
 
@@ -302,14 +301,14 @@ def test_a_resumed_download_is_checked_against_the_recorded_checksum(server: Fil
     (dest_dir / UNPINNED).unlink()
     server.routes["/" + UNPINNED] = Route(body, drop_first=True)
     server.requests.clear()
-    assert fetch(remote, dest_dir, None, **FAST).read_bytes() == body
+    assert fetch(remote, dest_dir, None, **FAST).path.read_bytes() == body
     assert server.requests_for("/" + UNPINNED) == [None, f"bytes={len(body) // 2}-"]
 
 
 def test_an_unpinned_part_file_that_cannot_be_verified_is_restarted(server: FileServer, dest_dir: Path) -> None:
     body = b"PK" + bytes(range(256)) * 4
     server.routes["/" + UNPINNED] = Route(body, overstate_length_first=True)
-    path = fetch(_unpinned(server.url("/" + UNPINNED)), dest_dir, None, **FAST)
+    path = fetch(_unpinned(server.url("/" + UNPINNED)), dest_dir, None, **FAST).path
     assert server.requests_for("/" + UNPINNED) == [None, f"bytes={len(body)}-", None]
     assert path.read_bytes() == body
 
@@ -318,7 +317,7 @@ def test_a_first_copy_that_fails_its_content_check_is_not_trusted(server: FileSe
     server.routes["/quota/" + UNPINNED] = Route(HTML_PAGE)
     server.routes["/good/" + UNPINNED] = Route(b"PK the archive")
     remote = _unpinned(server.url("/quota/" + UNPINNED), server.url("/good/" + UNPINNED))
-    fetched = fetch_with_source(remote, dest_dir, None, **FAST)
+    fetched = fetch(remote, dest_dir, None, **FAST)
     assert fetched.source == server.url("/good/" + UNPINNED)
     assert _recorded(dest_dir) == f"{hashlib.sha256(b'PK the archive').hexdigest()}  {UNPINNED}\n"
 
@@ -334,7 +333,7 @@ def test_an_unpinned_mirror_copy_is_trusted_and_named_as_the_source(dest_dir: Pa
     mirror_dir = tmp_path / "mirror"
     mirror_dir.mkdir()
     (mirror_dir / UNPINNED).write_bytes(b"PK from the mirror")
-    fetched = fetch_with_source(_unpinned(), dest_dir, mirror_dir, **FAST)
+    fetched = fetch(_unpinned(), dest_dir, mirror_dir, **FAST)
     assert fetched.source == str(mirror_dir)
     assert _recorded(dest_dir) == f"{hashlib.sha256(b'PK from the mirror').hexdigest()}  {UNPINNED}\n"
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from parabench.data.fetch import MIRROR_ENV, RemoteFile, fetch_with_source, mirror_root
+from parabench.data.fetch import MIRROR_ENV, RemoteFile, fetch, mirror_root
 from parabench.data.idx import read_idx
 from parabench.data.origin import describe_origin, forget_origin, read_origin, record_origin
 from parabench.errors import DataError
@@ -57,7 +57,7 @@ def download(dest_dir: Path, source: str, *, files: dict[str, RemoteFile] = FILE
         root = mirror_root()
         mirror_dir = root / MIRROR_FOLDER if root is not None else None
         fetched = [
-            fetch_with_source(remote, dest_dir, mirror_dir, hint=_mirror_hint(remote.name)) for remote in files.values()
+            fetch(remote, dest_dir, mirror_dir, hint=_mirror_hint(remote.name)) for remote in files.values()
         ]
         record_origin(
             dest_dir,

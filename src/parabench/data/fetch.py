@@ -122,24 +122,9 @@ def fetch(
     backoff_s: float = 1.0,
     timeout_s: float = 60.0,
     hint: str = "",
-) -> Path:
-    """Return dest_dir/name holding verified content, taken from the mirror first, then each URL in order."""
-    return fetch_with_source(
-        remote, dest_dir, mirror_dir, retries=retries, backoff_s=backoff_s, timeout_s=timeout_s, hint=hint
-    ).path
-
-
-def fetch_with_source(
-    remote: RemoteFile,
-    dest_dir: Path,
-    mirror_dir: Path | None,
-    *,
-    retries: int = 4,
-    backoff_s: float = 1.0,
-    timeout_s: float = 60.0,
-    hint: str = "",
 ) -> FetchedFile:
-    """Like fetch, and also say which source delivered the file (to record the data's origin)."""
+    """Put a verified copy at dest_dir/name, from the mirror first, then each URL in order; say which source
+    delivered it (to record the data's origin)."""
     dest = dest_dir / remote.name
     expected = expected_sha256(remote, dest_dir)
     if dest.exists():

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from parabench.data.archive import extract_zip
-from parabench.data.fetch import MIRROR_ENV, SHA256SUMS, RemoteFile, fetch_with_source
+from parabench.data.fetch import MIRROR_ENV, SHA256SUMS, RemoteFile, fetch
 from parabench.data.miniimagenet import sources
 from parabench.data.miniimagenet.sources import DATASET, IMAGES_DIR, MIRROR_FOLDER, Layout
 from parabench.data.origin import forget_origin, record_origin
@@ -20,7 +20,7 @@ def fetch_official(dest_dir: Path, layout: Layout, mirror_dir: Path | None) -> N
     """Fetch the layout's published files (mirror first), unpack images.zip into images/, record the origin."""
     forget_origin(dest_dir)
     remotes = official_files(layout)
-    fetched = [fetch_with_source(remote, dest_dir, mirror_dir, hint=_hint(remote)) for remote in remotes]
+    fetched = [fetch(remote, dest_dir, mirror_dir, hint=_hint(remote)) for remote in remotes]
     if layout == "images":
         archive = dest_dir / sources.IMAGES_ZIP.name
         extract_zip(archive, dest_dir / IMAGES_DIR, strip_top_folder=True)
