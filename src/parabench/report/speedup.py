@@ -28,22 +28,28 @@ def interleaved_speedup(benchmark: dict[str, dict[str, Any]] | None, strategy: s
 
 
 def compare(run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str, dict[str, float]],
-            benchmark: dict[str, dict[str, Any]] | None) -> dict[str, Any]:
+            benchmark: dict[str, dict[str, Any]] | None, primary_metric: str | None) -> dict[str, Any]:
     """The compact comparison `dvc metrics show` prints: speedup = reference train time / train time,
-    scaling_efficiency = speedup / the run's devices, the run's evaluation scores and the reference's primary one
-    (its interval and the reference's times are in results/; they would make the table too wide to read)."""
+    scaling_efficiency = speedup / the run's devices, the run's evaluation scores, and the workload's primary
+    metric for the reference and as a difference (the reference's other scores and times are in results/;
+    they would make the table too wide to read)."""
     speedup = reference["train_time_s"] / run["train_time_s"]
     rate = f"{run['unit']}s_per_s"
+    quality = {}
+    if primary_metric is not None:
+        ours, theirs = evaluation["train"][primary_metric], evaluation["reference"][primary_metric]
+        quality = {f"reference_{primary_metric}": theirs, f"{primary_metric}_delta": ours - theirs}
     return {
         "strategy": run["strategy"],
         "reference": reference["strategy"],
         **evaluation["train"],
-        **{f"reference_{key}": value for key, value in evaluation["reference"].items() if not key.endswith("_ci95")},
+        **quality,
         rate: run[rate],
         "train_time_s": run["train_time_s"],
         "speedup": speedup,
         "scaling_efficiency": speedup / run["devices"],
         "speedup_interleaved": interleaved_speedup(benchmark, run["strategy"], reference["strategy"]),
+        "robust": "speedup_interleaved",
         "contended": run["contended"] or reference["contended"],
         "data_origin": origin_summary(run["data_origin"]),
     }
