@@ -34,7 +34,8 @@ def measure_cell(plan: RunPlan, process: Process, data: WorkloadData, warmup: in
     batches = itertools.islice(endless_batches(data, plan, shard_index, shard_count), warmup + timed)
     generator = augmentation_generator(trainer.parallel.input_device, plan.settings.seed, 0, shard_index)
     started = load.mark()
-    train_pass(trainer, data, batches, warmup + timed, clock, generator)
+    train_pass(trainer, data, batches, warmup + timed, clock, generator,
+               progress=f"benchmark: {plan.strategy_name} on {plan.workload_name}" if process.is_main else None)
     others = load.job_other_cpu_share(started, load.mark())
     durations = slowest_per_step(clock.durations)
     memory = gather_objects(peak_memory_mb(process.device))

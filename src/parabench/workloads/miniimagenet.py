@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 import torch
 from pydantic import Field, model_validator
 from torch import Tensor, nn
+from tqdm import tqdm
 
 from parabench.batch import Batch
 from parabench.data import miniimagenet
@@ -118,7 +119,7 @@ class MiniImagenetData(WorkloadData):
         model.eval()
         accuracies: list[float] = []
         step = self.settings.eval_batch_size
-        for start in range(0, count, step):
+        for start in tqdm(range(0, count, step), desc=f"{split} episodes", unit="batch", leave=False, disable=None):
             batch = self.episodes(split, EVAL_STREAMS[split], list(range(start, min(count, start + step))))
             scores = model(to_inputs(batch.inputs.to(device, non_blocking=True)))
             accuracies += episode_accuracies(scores, batch.targets.to(scores.device)).tolist()
