@@ -1,7 +1,7 @@
 """The run against its reference: speedup, scaling efficiency, the quality metrics of both, and how sure the timing is.
 
 End to end, `speedup` compares two runs timed minutes (or experiments) apart; on a shared machine other work
-can distort either. `speedup_interleaved` is the same ratio from the benchmark stage, where both strategies
+can distort either. `speedup_interleaved_robust` is the same ratio from the benchmark stage, where both strategies
 ran in fresh processes in alternating rounds so that noise hit them alike: it is the robust figure.
 """
 
@@ -11,9 +11,9 @@ from parabench.data.origin import origin_summary
 from parabench.report.benchmark import REFERENCE
 
 INTERLEAVED_NOTE = (
-    "speedup compares train and reference runs timed apart (end to end); speedup_interleaved is the same ratio "
+    "speedup compares train and reference runs timed apart (end to end); speedup_interleaved_robust is the same ratio "
     "from the benchmark stage's interleaved rounds, robust to machine noise; contended: other programs took more "
-    "than 10% of the CPU while a run was timed, so trust speedup_interleaved."
+    "than 10% of the CPU while a run was timed, so trust speedup_interleaved_robust."
 )
 
 
@@ -48,8 +48,7 @@ def compare(run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str
         "train_time_s": run["train_time_s"],
         "speedup": speedup,
         "scaling_efficiency": speedup / run["devices"],
-        "speedup_interleaved": interleaved_speedup(benchmark, run["strategy"], reference["strategy"]),
-        "robust": "speedup_interleaved",
+        "speedup_interleaved_robust": interleaved_speedup(benchmark, run["strategy"], reference["strategy"]),
         "contended": run["contended"] or reference["contended"],
         "data_origin": origin_summary(run["data_origin"]),
     }

@@ -36,7 +36,7 @@ def comparison_rows() -> list[dict]:
             "reference": f"{figures[f'reference_{metric}']:.3f}" if f"reference_{metric}" in figures else "n/a",
             "per_s": f"{figures[rate]:.3g} {rate.removesuffix('_per_s')}",
             "speedup": figures["speedup"],
-            "interleaved": figures["speedup_interleaved"],
+            "interleaved": figures["speedup_interleaved_robust"],
             "efficiency": figures["scaling_efficiency"],
             "contended": figures["contended"],
             "data": figures["data_origin"],
