@@ -17,6 +17,7 @@ from parabench.data.fetch import (
     FetchedFile,
     RemoteFile,
     content_sha256,
+    expected_checksum,
     expected_sha256,
     fetch,
 )
@@ -357,3 +358,54 @@ def test_a_malformed_sha256sums_names_its_lines(dest_dir: Path) -> None:
     with pytest.raises(DataError, match=r"lines \[2, 4\]") as raised:
         expected_sha256(_unpinned(), dest_dir)
     assert str(dest_dir / SHA256SUMS) in str(raised.value)
+
+
+# --- files pinned by sha1 (d2l publishes only sha1s) ----------------------------------------------------
+
+SHA1_PINNED = "hotdog.zip"
+SHA1_BODY = b"PK" + bytes(range(256)) * 16
+
+
+def _sha1_pinned(sha1: str, *urls: str) -> RemoteFile:
+    return RemoteFile(name=SHA1_PINNED, urls=urls, sha256=None, sha1=sha1)
+
+
+def test_a_sha1_pinned_file_is_verified_by_its_sha1(server: FileServer, dest_dir: Path) -> None:
+    server.routes["/" + SHA1_PINNED] = Route(SHA1_BODY)
+    remote = _sha1_pinned(hashlib.sha1(SHA1_BODY).hexdigest().upper(), server.url("/" + SHA1_PINNED))
+    assert remote.pin == ("sha1", hashlib.sha1(SHA1_BODY).hexdigest())
+    assert expected_checksum(remote, dest_dir) == remote.pin and expected_sha256(remote, dest_dir) is None
+    fetched = fetch(remote, dest_dir, None, **FAST)
+    assert fetched == FetchedFile(dest_dir / SHA1_PINNED, server.url("/" + SHA1_PINNED))
+    assert fetched.path.read_bytes() == SHA1_BODY
+    assert sorted(p.name for p in dest_dir.iterdir()) == [SHA1_PINNED]  # pinned: nothing recorded in SHA256SUMS
+    assert fetch(remote, dest_dir, None, **FAST).source == str(dest_dir / SHA1_PINNED)  # present and verified
+    assert server.requests_for("/" + SHA1_PINNED) == [None]
+
+
+def test_a_corrupt_sha1_pinned_copy_is_refused_naming_sha1_and_both_digests(server: FileServer, dest_dir: Path) -> None:
+    corrupt = SHA1_BODY[:-1] + b"!"
+    server.routes["/" + SHA1_PINNED] = Route(corrupt)
+    pinned = hashlib.sha1(SHA1_BODY).hexdigest()
+    with pytest.raises(DownloadError) as raised:
+        fetch(_sha1_pinned(pinned, server.url("/" + SHA1_PINNED)), dest_dir, None, **FAST)
+    message = str(raised.value)
+    assert f"expected sha1 {pinned}" in message and f"got {hashlib.sha1(corrupt).hexdigest()}" in message
+    assert "deleted the bad copy" in message and SHA256SUMS not in message
+    assert list(dest_dir.iterdir()) == []
+
+
+def test_a_sha1_pinned_mirror_copy_and_resume_use_the_sha1(server: FileServer, dest_dir: Path, tmp_path: Path) -> None:
+    mirror_dir = tmp_path / "mirror"
+    mirror_dir.mkdir()
+    (mirror_dir / SHA1_PINNED).write_bytes(b"PK stale mirror copy")
+    server.routes["/" + SHA1_PINNED] = Route(SHA1_BODY, overstate_length_first=True)
+    remote = _sha1_pinned(hashlib.sha1(SHA1_BODY).hexdigest(), server.url("/" + SHA1_PINNED))
+    path = fetch(remote, dest_dir, mirror_dir, **FAST).path
+    assert server.requests_for("/" + SHA1_PINNED) == [None, f"bytes={len(SHA1_BODY)}-"]  # the complete part kept
+    assert path.read_bytes() == SHA1_BODY
+
+
+def test_a_file_cannot_be_pinned_twice() -> None:
+    with pytest.raises(ValueError, match="pins both a sha256 and a sha1"):
+        RemoteFile(name=SHA1_PINNED, urls=(), sha256="0" * 64, sha1="0" * 40)

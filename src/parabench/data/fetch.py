@@ -1,8 +1,9 @@
 """Fetch a file from a mirror folder or URLs, with retries, HTTP resume and content-checksum verification.
 
-A file with no published checksum (RemoteFile.sha256 None) is trusted on first use: the first copy obtained is
-accepted, its sha256 recorded in dest_dir/SHA256SUMS (sha256sum format, so `sha256sum -c SHA256SUMS` checks it),
-and every later copy in that folder must match the recorded value.
+A file is pinned by its published sha256, or by its sha1 where only that is published (d2l's files). A file with
+no published checksum is trusted on first use: the first copy obtained is accepted, its sha256 recorded in
+dest_dir/SHA256SUMS (sha256sum format, so `sha256sum -c SHA256SUMS` checks it), and every later copy in that
+folder must match the recorded value.
 """
 
 import gzip
@@ -34,18 +35,33 @@ logger = logging.getLogger("parabench.data")
 
 @dataclass(frozen=True)
 class RemoteFile:
-    """A file to fetch: its name, where to get it, and the sha256 of its content (decompressed for .gz), if pinned.
+    """A file to fetch: its name, where to get it, and the published checksum of its content, if pinned.
 
-    sha256 None: no checksum is published, so the first copy is trusted and recorded (see the module docstring);
-    the recorded checksum is of the file's bytes, as sha256sum computes it. content_check, if given, looks at
-    such a first copy before it is trusted and returns why it is not the right kind of file (an HTML error page
-    in place of an archive), or None.
+    The pin is the sha256, or the sha1 where only that is published (give one, not both); for a .gz file it is
+    the checksum of the decompressed content. Neither: no checksum is published, so the first copy is trusted
+    and its sha256 recorded (see the module docstring); the recorded checksum is of the file's bytes, as
+    sha256sum computes it. content_check, if given, looks at such a first copy before it is trusted and returns
+    why it is not the right kind of file (an HTML error page in place of an archive), or None.
     """
 
     name: str
     urls: tuple[str, ...]
     sha256: str | None
     content_check: Callable[[Path], str | None] | None = None
+    sha1: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.sha256 is not None and self.sha1 is not None:
+            raise ValueError(f"RemoteFile {self.name} pins both a sha256 and a sha1; pin the one that is published")
+
+    @property
+    def pin(self) -> tuple[str, str] | None:
+        """The published checksum as (algorithm, lowercase hex digest), or None when the file is unpinned."""
+        if self.sha256 is not None:
+            return "sha256", self.sha256.lower()
+        if self.sha1 is not None:
+            return "sha1", self.sha1.lower()
+        return None
 
 
 @dataclass(frozen=True)
@@ -87,12 +103,12 @@ def mirror_root() -> Path | None:
 
 def content_sha256(path: Path) -> str:
     """The sha256 of the file's content, decompressing it first when its name ends in .gz."""
-    return _sha256(path, gzipped=path.suffix == ".gz")
+    return _digest(path, "sha256", gzipped=path.suffix == ".gz")
 
 
-def _sha256(path: Path, *, gzipped: bool) -> str:
-    """The sha256 of the file's bytes, or of its decompressed bytes when gzipped, read in chunks."""
-    digest = hashlib.sha256()
+def _digest(path: Path, algorithm: str, *, gzipped: bool) -> str:
+    """The hex digest (sha256 or sha1) of the file's bytes, or of its decompressed bytes when gzipped."""
+    digest = hashlib.new(algorithm)
     try:
         with gzip.open(path, "rb") if gzipped else path.open("rb") as stream:
             while chunk := stream.read(CHUNK_BYTES):
@@ -103,14 +119,22 @@ def _sha256(path: Path, *, gzipped: bool) -> str:
 
 
 def expected_sha256(remote: RemoteFile, dest_dir: Path) -> str | None:
-    """The checksum a copy of `remote` in dest_dir must have: the pinned one, else the one recorded at its first fetch.
+    """The sha256 a copy of `remote` in dest_dir must have: the pinned one, else the one recorded at its first fetch.
 
-    None when the file is unpinned and was never fetched into dest_dir. For a pinned .gz file it is the checksum
-    of the decompressed content (content_sha256), otherwise of the file's bytes.
+    None when the file is pinned by its sha1, or unpinned and never fetched into dest_dir. For a pinned .gz file
+    it is the checksum of the decompressed content (content_sha256), otherwise of the file's bytes.
     """
-    if remote.sha256 is not None:
-        return remote.sha256.lower()
-    return _recorded_sha256s(dest_dir).get(remote.name)
+    expected = expected_checksum(remote, dest_dir)
+    return expected[1] if expected is not None and expected[0] == "sha256" else None
+
+
+def expected_checksum(remote: RemoteFile, dest_dir: Path) -> tuple[str, str] | None:
+    """(algorithm, hex digest) a copy of `remote` in dest_dir must have: its pin, else the sha256 recorded at its
+    first fetch; None when the file is unpinned and was never fetched into dest_dir."""
+    if remote.pin is not None:
+        return remote.pin
+    recorded = _recorded_sha256s(dest_dir).get(remote.name)
+    return ("sha256", recorded) if recorded is not None else None
 
 
 def fetch(
@@ -126,7 +150,7 @@ def fetch(
     """Put a verified copy at dest_dir/name, from the mirror first, then each URL in order; say which source
     delivered it (to record the data's origin)."""
     dest = dest_dir / remote.name
-    expected = expected_sha256(remote, dest_dir)
+    expected = expected_checksum(remote, dest_dir)
     if dest.exists():
         if _is_verified(dest, remote, expected):
             logger.info("%s is already present and verified", dest)
@@ -161,17 +185,18 @@ def fetch(
     raise DownloadError(_failure_message(remote.name, dest_dir, failures, hint))
 
 
-def _checksum(path: Path, remote: RemoteFile) -> str:
+def _checksum(path: Path, remote: RemoteFile, algorithm: str) -> str:
     """The checksum of a copy of `remote` (maybe a part file): of the content for a pinned .gz, else of the bytes."""
-    return _sha256(path, gzipped=remote.sha256 is not None and remote.name.endswith(".gz"))
+    return _digest(path, algorithm, gzipped=remote.pin is not None and remote.name.endswith(".gz"))
 
 
-def _is_verified(path: Path, remote: RemoteFile, expected: str | None) -> bool:
+def _is_verified(path: Path, remote: RemoteFile, expected: tuple[str, str] | None) -> bool:
     """Whether the copy's checksum is the expected one (an unreadable gzip, or no expected checksum, is not)."""
     if expected is None:
         return False
+    algorithm, digest = expected
     try:
-        return _checksum(path, remote) == expected
+        return _checksum(path, remote, algorithm) == digest
     except DataError:
         return False
 
@@ -184,7 +209,9 @@ def _copy_from_mirror(mirror_file: Path, part: Path) -> None:
     shutil.copyfile(mirror_file, part)
 
 
-def _accept_or_discard(part: Path, remote: RemoteFile, expected: str | None, source: str, dest_dir: Path) -> None:
+def _accept_or_discard(
+    part: Path, remote: RemoteFile, expected: tuple[str, str] | None, source: str, dest_dir: Path
+) -> None:
     """Verify the part file against the expected checksum, or trust and record it when there is none yet."""
     if expected is None:
         _trust_on_first_use(part, remote, source, dest_dir)
@@ -192,24 +219,25 @@ def _accept_or_discard(part: Path, remote: RemoteFile, expected: str | None, sou
         _verify_or_discard(part, remote, expected, source, dest_dir)
 
 
-def _verify_or_discard(part: Path, remote: RemoteFile, expected: str, source: str, dest_dir: Path) -> None:
-    """Check the part file's checksum; delete it and fail the source when it is wrong."""
+def _verify_or_discard(part: Path, remote: RemoteFile, expected: tuple[str, str], source: str, dest_dir: Path) -> None:
+    """Check the part file's checksum with the expected algorithm; delete it and fail the source when it is wrong."""
+    algorithm, digest = expected
     try:
-        actual = _checksum(part, remote)
+        actual = _checksum(part, remote, algorithm)
     except DataError as error:
         part.unlink(missing_ok=True)
         raise _SourceFailed(f"{remote.name} from {source} is corrupt ({error.__cause__}); deleted it") from error
-    if actual != expected:
+    if actual != digest:
         part.unlink(missing_ok=True)
         recorded = (
             ""
-            if remote.sha256 is not None
+            if remote.pin is not None
             else f" (recorded in {dest_dir / SHA256SUMS} at its first download; if the file changed upstream "
             "on purpose, delete its line there to trust the new copy)"
         )
         raise _SourceFailed(
             f"checksum mismatch for {remote.name} from {source}: "
-            f"expected sha256 {expected}{recorded}, got {actual}; deleted the bad copy"
+            f"expected {algorithm} {digest}{recorded}, got {actual}; deleted the bad copy"
         )
 
 
@@ -219,7 +247,7 @@ def _trust_on_first_use(part: Path, remote: RemoteFile, source: str, dest_dir: P
     if problem is not None:
         part.unlink(missing_ok=True)
         raise _SourceFailed(f"{remote.name} from {source} {problem}; deleted it")
-    actual = _sha256(part, gzipped=False)
+    actual = _digest(part, "sha256", gzipped=False)
     logger.warning(
         "%s is not pinned (no published checksum): trusting this first copy from %s, sha256 %s, recorded in %s; "
         "later copies in that folder must match it",
@@ -260,7 +288,14 @@ def record_sha256(dest_dir: Path, name: str, sha256: str) -> None:
 
 
 def _download_with_retries(
-    url: str, part: Path, remote: RemoteFile, expected: str | None, *, retries: int, backoff_s: float, timeout_s: float
+    url: str,
+    part: Path,
+    remote: RemoteFile,
+    expected: tuple[str, str] | None,
+    *,
+    retries: int,
+    backoff_s: float,
+    timeout_s: float,
 ) -> None:
     """Fill the part file with the body of `url`, resuming with HTTP Range after transient failures."""
     part.unlink(missing_ok=True)

@@ -58,12 +58,15 @@ def read_origin(raw_dir: Path) -> DataOrigin | None:
         ) from error
 
 
-def describe_origin(origin: DataOrigin | None, raw_dir: Path) -> str:
-    """Where the data came from and whether it was checksum-verified, as the end of a data_origin sentence."""
+def describe_origin(origin: DataOrigin | None, raw_dir: Path, *, checksum: str = "sha256") -> str:
+    """Where the data came from and whether it was checksum-verified, as the end of a data_origin sentence.
+
+    checksum: the algorithm the dataset's official files are pinned by (d2l publishes only sha1s).
+    """
     if origin is None:
         return f"of unrecorded origin ({raw_dir} has no {ORIGIN_FILE}; re-run the download stage to record it)"
     if origin.kind == "official" and origin.verified:
-        return f"official files from {origin.source}, sha256-verified"
+        return f"official files from {origin.source}, {checksum}-verified"
     if origin.kind == "official":
         return f"official files from {origin.source}, not all checksum-verified ({origin.detail})"
     if origin.kind == "sample":
