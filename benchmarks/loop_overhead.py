@@ -93,7 +93,7 @@ def run_round(plan: RunPlan, data: WorkloadData, batches: Sequence[Batch], warmu
     torch.manual_seed(plan.settings.seed)
     bare_model = d2l_resnet18(10, in_channels=1, width=plan.settings.width)
     lockstep = Lockstep(batches, bare_loop_step(bare_model))
-    train_pass(trainer, data, lockstep, len(batches), StepClock(process.device, warmup), None, progress="parabench")
+    train_pass(trainer, data, lockstep, len(batches), StepClock(process.device, warmup), progress="parabench")
     lockstep.ours, lockstep.bare = lockstep.ours[warmup:], lockstep.bare[warmup:]
     difference = max((ours - bare).abs().max().item()
                      for ours, bare in zip(trainer.parallel.module.parameters(), bare_model.parameters()))

@@ -83,7 +83,7 @@ def run_worker(params_path: Path, steps: int, warmup: int, out: Path) -> None:
 
         def step(name: str, one_batch: Batch) -> None:
             phase = phases[name]
-            train_pass(phase.trainer, data, [one_batch], 1, phase.clock, None)
+            train_pass(phase.trainer, data, [one_batch], 1, phase.clock)
 
         for shard_batch, whole_batch in zip(shard, whole):
             if process.is_main:

@@ -27,8 +27,9 @@ def main() -> None:
     write_atomic(benchmark_table_file(args.workload), lambda tmp: rows.to_csv(tmp, index=False, float_format="%.6g"))
     draw(args.workload, rows, skipped(results), benchmark_figure_file(args.workload))
     write_json(results_file("benchmark", args.workload), results)
+    labels = WORKLOADS[args.workload].labels(params.settings(args.workload))
     for label, figures in results.items():
-        write_json(benchmark_metrics_dir(args.workload) / f"{label}.json", compact(figures))
+        write_json(benchmark_metrics_dir(args.workload) / f"{label}.json", compact(figures) | labels)
 
 
 if __name__ == "__main__":

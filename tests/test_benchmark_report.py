@@ -10,7 +10,8 @@ from tests.setups import cpu_setup, tiny_plan
 
 def run(step_seconds: list[float], ranks: int, other: float = 0.0) -> dict:
     return {"unit": "sample", "step_durations": step_seconds, "peak_memory_mb": [100.0 + r for r in range(ranks)],
-            "memory_kind": "cpu_max_rss", "other_cpu_share": other, "strategy_details": {}}
+            "memory_kind": "cpu_max_rss", "other_cpu_share": other, "strategy_details": {},
+            "transform_units_per_s": 1000.0}
 
 
 def entries() -> list[CellRuns]:
@@ -41,6 +42,8 @@ def test_medians_spread_speedup_efficiency_and_ceiling():
     assert ddp["peak_memory_mb"] == {"rank0": 100.0, "rank1": 101.0}
     assert ddp["contended"] is True and single["contended"] is False, "another program took 30% of the CPU"
     assert ddp["environment"]["processes"] == 2 and "cpu_capability" in ddp["environment"]
+    assert ddp["environment"]["transform_samples_per_s_per_process"] == 1000.0, "the input path beside the step"
+    assert ddp["environment"]["train_samples_per_s_per_process"] == 64 / 0.1 / 2
 
 
 def test_compact_metrics_hold_a_few_numbers():

@@ -7,7 +7,7 @@ from parabench.report.speedup import compare
 
 def record(strategy: str, seconds: float, devices: int, contended: bool = False) -> dict:
     return {"strategy": strategy, "train_time_s": seconds, "devices": devices, "unit": "episode",
-            "episodes_per_s": 100 / seconds, "contended": contended,
+            "episodes_per_s": 100 / seconds, "contended": contended, "labels": {"pretrained": "none"},
             "data_origin": "miniImageNet SAMPLE: 2,000 of the official 60,000 images (64/16/20 classes); from x"}
 
 
@@ -21,6 +21,7 @@ def test_speedup_efficiency_and_the_primary_metric_by_name():
     assert row["test_acc_delta"] == pytest.approx(0.05)
     assert row["episodes_per_s"] == 2.0 and row["contended"] is True
     assert row["data_origin"] == "miniImageNet SAMPLE: 2,000 of the official 60,000 images"
+    assert row["pretrained"] == "none", "the workload's labels are in every row"
     assert "reference_test_acc_ci95" not in row, "the reference's details live in results/"
 
 

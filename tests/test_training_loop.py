@@ -72,7 +72,7 @@ def test_train_pass_is_the_hand_written_loop_with_its_totals():
     indices = list(shard_batches(data.train_units, 16, 0, 1, seed=0, epoch=0))
     trainer = build_trainer(plan, CPU_PROCESS)
     batches = [data.train_batch(0, chosen) for chosen in indices]
-    totals = train_pass(trainer, data, batches, len(batches), StepClock(CPU_PROCESS.device, 0), None)
+    totals = train_pass(trainer, data, batches, len(batches), StepClock(CPU_PROCESS.device, 0))
 
     torch.manual_seed(plan.settings.seed)
     model = plan.workload.build_model(plan.settings)

@@ -1,6 +1,7 @@
 """Which units each process trains on: the same global batches for every strategy, dealt out to replicas."""
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -36,12 +37,14 @@ def steps_per_epoch(num_units: int, global_batch: int) -> int:
 
 def epoch_batches(data: WorkloadData, global_batch: int, shard_index: int, shard_count: int, seed: int,
                   epoch: int) -> Iterator[Batch]:
-    """This replica's batches of one epoch, assembled on the CPU one at a time as they are asked for."""
+    """This replica's batches of one epoch, assembled on the CPU one at a time as they are asked for, each unit
+    with its own augmentation seed."""
     for indices in shard_batches(data.train_units, global_batch // shard_count, shard_index, shard_count, seed, epoch):
-        yield data.train_batch(epoch, indices)
+        yield replace(data.train_batch(epoch, indices), unit_seeds=unit_seeds(seed, epoch, indices))
 
 
-def augmentation_generator(device: torch.device, seed: int, epoch: int, shard_index: int) -> torch.Generator:
-    """The random stream of a replica's augmentations in one epoch: a run repeats exactly."""
-    state = int(np.random.SeedSequence([seed, epoch, shard_index]).generate_state(1)[0])
-    return torch.Generator(device=device).manual_seed(state)
+def unit_seeds(seed: int, epoch: int, indices: torch.Tensor) -> torch.Tensor:
+    """One seed per unit, a pure function of (run seed, epoch, unit index): a run repeats exactly, and a unit's
+    augmentation does not depend on the replica, micro-batch or process count that trains it."""
+    states = [np.random.SeedSequence([seed, epoch, int(index)]).generate_state(1, np.uint64)[0] for index in indices]
+    return torch.tensor([int(state >> np.uint64(1)) for state in states], dtype=torch.int64)

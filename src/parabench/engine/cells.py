@@ -70,6 +70,8 @@ def interleaved(runnable: list[CellRuns], round_index: int) -> list[CellRuns]:
 def run_cells(planned: list[CellRuns], rounds: int, warmup_steps: int, timed_steps: int) -> None:
     """Run every runnable cell once per round, in rotating order, each in fresh workers; keep each run's times."""
     runnable = [entry for entry in planned if entry.plan is not None]
+    for entry in runnable:
+        entry.plan.workload.prefetch(entry.plan.settings)
     with tempfile.TemporaryDirectory(prefix="parabench-cells-") as scratch:
         for round_index in range(rounds):
             for number, entry in enumerate(interleaved(runnable, round_index)):

@@ -24,10 +24,12 @@ def run_plan_workers(plan: RunPlan, what: str, worker_args: list[str] | None = N
 
 
 def train(plan: RunPlan) -> None:
-    """Train a checked plan with as many processes as its strategy needs (one: right here)."""
+    """Train a checked plan with as many processes as its strategy needs (one: right here), once the workload has
+    what its initialisation reads."""
     log.info("%s@%s: strategy %s (%s), %d process(es) x %d thread(s), global batch %d, lr %g on %s",
              plan.role, plan.workload_name, plan.strategy_name, plan.strategy.summary, plan.processes, plan.threads,
              plan.global_batch, plan.lr, plan.machine.accelerator)
+    plan.workload.prefetch(plan.settings)
     if plan.distributed:
         run_plan_workers(plan, f"{plan.role}@{plan.workload_name}")
     else:

@@ -9,7 +9,7 @@ from torch import Tensor
 from tqdm import tqdm
 
 from parabench.engine import checkpoint
-from parabench.engine.batches import augmentation_generator, epoch_batches, steps_per_epoch
+from parabench.engine.batches import epoch_batches, steps_per_epoch
 from parabench.engine.plan import RunPlan
 from parabench.engine.timing import StepClock
 from parabench.engine.train_pass import PassTotals, train_pass
@@ -72,7 +72,7 @@ def fit(plan: RunPlan, process: Process, data: WorkloadData, checkpoint_path: Pa
         started = load.mark()
         totals = train_pass(
             trainer, data, epoch_batches(data, plan.global_batch, shard_index, shard_count, settings.seed, epoch),
-            steps, clock, augmentation_generator(trainer.parallel.input_device, settings.seed, epoch, shard_index),
+            steps, clock,
             progress=f"epoch {epoch + 1}/{settings.epochs}" if process.is_main else None,
         )
         machine_load = load.job_other_cpu_share(started, load.mark())

@@ -1,11 +1,14 @@
 """One benchmark cell in its worker: the training loop's pass for warm-up then timed steps; rank 0 writes the times."""
 
 import itertools
+import statistics
 from collections.abc import Iterator
 from pathlib import Path
 
+import torch
+
 from parabench.batch import Batch
-from parabench.engine.batches import augmentation_generator, epoch_batches
+from parabench.engine.batches import epoch_batches
 from parabench.engine.loop import shard_of
 from parabench.engine.plan import RunPlan
 from parabench.engine.timing import StepClock
@@ -25,16 +28,26 @@ def endless_batches(data: WorkloadData, plan: RunPlan, shard_index: int, shard_c
         yield from epoch_batches(data, plan.global_batch, shard_index, shard_count, plan.settings.seed, epoch)
 
 
+def transform_rate(data: WorkloadData, batches: list[Batch], device: torch.device, warmup: int) -> float:
+    """Units per second of the workload's transform alone (decode, normalise, augment) on this process's device."""
+    clock = StepClock(device, warmup)
+    for batch in batches:
+        with clock.step():
+            data.transform(batch.to(device))
+    return len(batches[-1]) / statistics.median(clock.durations)
+
+
 def measure_cell(plan: RunPlan, process: Process, data: WorkloadData, warmup: int, timed: int, out: Path) -> None:
-    """Time `timed` steps after `warmup`; a step lasts as long as its slowest rank."""
+    """Time `timed` steps after `warmup`; a step lasts as long as its slowest rank. Before them, time the
+    transform alone on the same batches: whether the input path could starve training."""
     trainer = build_trainer(plan, process)
     trainer.parallel.module.train()
     shard_index, shard_count = shard_of(plan, trainer.parallel, process)
     clock = StepClock(process.device, warmup)
-    batches = itertools.islice(endless_batches(data, plan, shard_index, shard_count), warmup + timed)
-    generator = augmentation_generator(trainer.parallel.input_device, plan.settings.seed, 0, shard_index)
+    batches = list(itertools.islice(endless_batches(data, plan, shard_index, shard_count), warmup + timed))
+    input_rate = transform_rate(data, batches, trainer.parallel.input_device, warmup)
     started = load.mark()
-    train_pass(trainer, data, batches, warmup + timed, clock, generator,
+    train_pass(trainer, data, batches, warmup + timed, clock,
                progress=f"benchmark: {plan.strategy_name} on {plan.workload_name}" if process.is_main else None)
     others = load.job_other_cpu_share(started, load.mark())
     durations = slowest_per_step(clock.durations)
@@ -46,5 +59,6 @@ def measure_cell(plan: RunPlan, process: Process, data: WorkloadData, warmup: in
             "peak_memory_mb": memory,
             "memory_kind": memory_kind(process.device),
             "other_cpu_share": others,
+            "transform_units_per_s": input_rate,
             "strategy_details": trainer.parallel.details,
         })

@@ -35,6 +35,7 @@ def run_record(plan: RunPlan, data: WorkloadData, result: TrainResult, step_dura
         "scale": plan.scale,
         "unit": data.unit,
         "data_origin": data.data_origin,
+        "labels": plan.workload.labels(plan.settings),
         "epochs": plan.settings.epochs,
         "train_time_s": steps["median"] * result.steps_per_epoch * plan.settings.epochs,
         f"{data.unit}s_per_s": plan.global_batch / steps["median"],

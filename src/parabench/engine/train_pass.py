@@ -37,7 +37,7 @@ class PassTotals:
 
 
 def train_pass(trainer: Trainer, data: WorkloadData, batches: Iterable[Batch], steps: int, clock: StepClock,
-               generator: torch.Generator | None, progress: str | None = None) -> PassTotals:
+               progress: str | None = None) -> PassTotals:
     """Step once per batch; sum the loss and the workload's tallies wherever this process has outputs.
 
     Each batch is assembled on the CPU before the clock starts (as a data loader would, ahead of time); the
@@ -50,7 +50,7 @@ def train_pass(trainer: Trainer, data: WorkloadData, batches: Iterable[Batch], s
     units = 0
     for batch in tqdm(batches, total=steps, desc=progress, disable=None if progress else True, leave=False):
         with clock.step():
-            result, targets = optimizer_step(trainer, data, batch, generator)
+            result, targets = optimizer_step(trainer, data, batch)
         if result.outputs is not None and result.loss is not None:
             targets = targets.to(result.outputs.device, non_blocking=True)
             losses.append(result.loss * len(targets))

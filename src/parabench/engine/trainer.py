@@ -38,11 +38,10 @@ def build_trainer(plan: RunPlan, process: Process, model_state: dict[str, Tensor
     return Trainer(parallel, optimizer, workload.lr_schedule(optimizer, settings))
 
 
-def optimizer_step(trainer: Trainer, data: WorkloadData, batch: Batch,
-                   generator: torch.Generator | None) -> tuple[StepResult, Tensor]:
+def optimizer_step(trainer: Trainer, data: WorkloadData, batch: Batch) -> tuple[StepResult, Tensor]:
     """Batch to the strategy's device and through the workload's transform, forward and backward through the
     strategy, the update and the schedule; returns the step's result and the targets it was scored against."""
-    batch = data.transform(batch.to(trainer.parallel.input_device), generator)
+    batch = data.transform(batch.to(trainer.parallel.input_device))
     trainer.optimizer.zero_grad(set_to_none=True)
     result = trainer.parallel.train_step(batch, data.loss)
     trainer.optimizer.step()

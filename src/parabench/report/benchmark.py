@@ -40,7 +40,12 @@ def cell_result(entry: CellRuns) -> dict[str, Any]:
         "peak_memory_mb": {f"rank{rank}": round(max(values), 1) for rank, values in enumerate(ranks)},
         "memory_kind": entry.runs[-1]["memory_kind"],
         "strategy_details": entry.runs[-1]["strategy_details"],
-        "environment": describe(plan.machine, plan.processes, plan.threads, plan.distributed),
+        "environment": {
+            **describe(plan.machine, plan.processes, plan.threads, plan.distributed),
+            f"transform_{unit}s_per_s_per_process": statistics.median(run["transform_units_per_s"]
+                                                                      for run in entry.runs),
+            f"train_{unit}s_per_s_per_process": plan.global_batch / statistics.median(steps) / plan.processes,
+        },
     }
 
 

@@ -50,6 +50,7 @@ def compare(run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str
         "scaling_efficiency": speedup / run["devices"],
         "speedup_interleaved_robust": interleaved_speedup(benchmark, run["strategy"], reference["strategy"]),
         "contended": run["contended"] or reference["contended"],
+        **run["labels"],
         "data_origin": origin_summary(run["data_origin"]),
     }
 

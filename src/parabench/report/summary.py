@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from parabench.io import read_json
-from parabench.paths import benchmark_metrics_dir, speedup_metrics_file
+from parabench.paths import benchmark_metrics_dir, results_file, speedup_metrics_file
 from parabench.workloads import WORKLOADS
 
 WHERE = """Files: metrics/ (what `dvc metrics show` and `dvc exp show` compare), results/ (every figure with its
@@ -63,6 +63,21 @@ def benchmark_rows() -> list[dict]:
     return rows
 
 
+def input_rows() -> list[dict]:
+    """Per workload, from the benchmark's `single` cell: the transform alone against a whole training step."""
+    rows = []
+    for name in WORKLOADS:
+        path = results_file("benchmark", name)
+        single = read_json(path).get("single", {}) if path.exists() else {}
+        if single.get("status") != "ran":
+            continue
+        unit, environment = single["unit"], single["environment"]
+        transform, train = (environment[f"{kind}_{unit}s_per_s_per_process"] for kind in ("transform", "train"))
+        rows.append({"workload": name, "unit": unit, "transform_per_s": transform, "train_step_per_s": train,
+                     "headroom": transform / train})
+    return rows
+
+
 def main() -> None:
     """Print both tables, rounded, then where the files are."""
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.precision", 3):
@@ -71,6 +86,9 @@ def main() -> None:
         print("\nBenchmark: every strategy in fresh processes, interleaved rounds (ceiling: independent copies of "
               "single side by side, the bound for data-parallel strategies on this machine):")
         print(pd.DataFrame(benchmark_rows()).to_string(index=False))
+        print("\nInput path, one process: the workload's transform (decode, normalise, augment) alone against a "
+              "whole training step; headroom below 1 would starve training:")
+        print(pd.DataFrame(input_rows()).to_string(index=False))
     print("\n" + WHERE)
 
 

@@ -66,8 +66,12 @@ class WorkloadData(ABC):
     def train_batch(self, epoch: int, indices: Tensor) -> Batch:
         """The training units at `indices` of `epoch`, compact and on the CPU (e.g. uint8 pixels)."""
 
-    def transform(self, batch: Batch, generator: torch.Generator | None) -> Batch:
-        """On the device, for training: turn a compact batch into model inputs (decode, normalise, augment)."""
+    def transform(self, batch: Batch) -> Batch:
+        """On the device, for training: turn a compact batch into model inputs (decode, normalise, augment).
+
+        An augmentation draws each unit's randomness from its own `batch.unit_seeds` entry, never from a stream
+        shared by the batch, so that one step under `single` equals the same step under a data-parallel strategy.
+        """
         return batch
 
     @abstractmethod
@@ -98,6 +102,14 @@ class Workload(ABC):
     @abstractmethod
     def unit_shape(self, settings: TrainSettings) -> tuple[int, ...]:
         """The shape of one unit of model input after `transform` (for strategies that time blocks)."""
+
+    def labels(self, settings: TrainSettings) -> dict[str, str]:
+        """Choices a reader must see beside every metric of the workload (e.g. which pretrained weights); none."""
+        return {}
+
+    def prefetch(self, settings: TrainSettings) -> None:
+        """Get what `initialize` reads (e.g. pretrained weights) once, before any worker starts, or stop with what
+        to do; nothing by default."""
 
     def initialize(self, model: nn.Module, settings: TrainSettings) -> None:
         """Load weights into the freshly built model before a strategy applies (e.g. pretrained); none by default."""

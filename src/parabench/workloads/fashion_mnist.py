@@ -64,7 +64,7 @@ class FashionMnistData(WorkloadData):
     def train_batch(self, epoch: int, indices: Tensor) -> Batch:
         return Batch(self.train_images[indices], self.train_labels[indices])
 
-    def transform(self, batch: Batch, generator: torch.Generator | None) -> Batch:
+    def transform(self, batch: Batch) -> Batch:
         return Batch(to_inputs(batch.inputs), batch.targets)
 
     def loss(self, outputs: Tensor, targets: Tensor) -> Tensor:

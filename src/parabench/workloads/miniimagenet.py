@@ -100,7 +100,7 @@ class MiniImagenetData(WorkloadData):
     def train_batch(self, epoch: int, indices: Tensor) -> Batch:
         return self.episodes("train", epoch, indices)
 
-    def transform(self, batch: Batch, generator: torch.Generator | None) -> Batch:
+    def transform(self, batch: Batch) -> Batch:
         return Batch(to_inputs(batch.inputs), batch.targets)
 
     def loss(self, outputs: Tensor, targets: Tensor) -> Tensor:
