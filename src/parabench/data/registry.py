@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from parabench.data import fashion_mnist, miniimagenet
+from parabench.data import fashion_mnist, hotdog, miniimagenet
 from parabench.data.source import DataSource
 
 
@@ -24,5 +24,6 @@ def _download_fashion_mnist(dest_dir: Path, section: DataSource) -> None:
 
 DATASETS: dict[str, Dataset] = {
     "fashion_mnist": Dataset(DataSource, _download_fashion_mnist, fashion_mnist.prepare),
+    "hotdog": Dataset(DataSource, hotdog.download, hotdog.prepare),
     "miniimagenet": Dataset(miniimagenet.MiniImagenetSource, miniimagenet.download, miniimagenet.prepare),
 }
