@@ -22,9 +22,8 @@ from parabench.errors import DataError
 from parabench.models.relation import relation_network
 from parabench.workloads.contract import TrainSettings, Workload, WorkloadData
 from parabench.workloads.episodic import episode_accuracies, mean_and_interval, relation_loss
+from parabench.workloads.image_views import IMAGENET_MEAN, IMAGENET_STD
 
-IMAGENET_MEAN = (0.485, 0.456, 0.406)  # the seed's normalisation (torchvision's ImageNet statistics)
-IMAGENET_STD = (0.229, 0.224, 0.225)
 EVAL_STREAMS = {"val": 2**31, "test": 2**31 + 1}  # fixed episode streams, apart from the epochs' 0, 1, 2, ...
 
 

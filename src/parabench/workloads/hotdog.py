@@ -1,0 +1,141 @@
+"""`hotdog`: fine-tune torchvision's ResNet-18 on d2l's hotdog images, with a 10x head learning rate (seed 002).
+
+Images are prepared once as uint8 256x256 arrays; training views are seeded RandomResizedCrop + flip on the
+training device, test views a centred crop (transforms.v2). `pretrained` chooses the starting weights:
+torchvision's ImageNet file, none (random), or a local state dict; `freeze_backbone` trains the head alone.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import torch
+from pydantic import Field, field_validator
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from parabench.batch import Batch
+from parabench.data import hotdog
+from parabench.models.torchvision_resnet import HEAD, resnet18_blocks
+from parabench.workloads.classification import accuracy, correct
+from parabench.workloads.contract import ParamGroup, TrainSettings, Workload, WorkloadData
+from parabench.workloads.image_views import eval_views, train_views
+from parabench.workloads.pretrained import (
+    IMAGENET_CHOICE,
+    NO_WEIGHTS,
+    fetch_imagenet_weights,
+    load_backbone,
+    read_state_dict,
+)
+
+
+class HotdogSettings(TrainSettings):
+    """Starting weights, what trains, the head's learning-rate multiple, SGD's terms and the crop size."""
+
+    pretrained: str  # imagenet | none | a path to a .pth state dict of torchvision's resnet18
+    freeze_backbone: bool  # train the head alone: the other parameters get no gradient and no optimiser slot
+    head_lr_mult: Annotated[float, Field(gt=0)]  # the head's lr is this times lr (seed 002: 10)
+    momentum: Annotated[float, Field(ge=0, lt=1)]
+    weight_decay: Annotated[float, Field(ge=0)]
+    image_size: Annotated[int, Field(ge=32, le=256)]  # crop size (seed 002: 224); prepared images are 256x256
+    eval_batch_size: Annotated[int, Field(ge=1)]
+
+    @field_validator("pretrained")
+    @classmethod
+    def _known_choice_or_file(cls, value: str) -> str:
+        if value not in (IMAGENET_CHOICE, NO_WEIGHTS) and not Path(value).is_file():
+            raise ValueError(f"'{value}' is neither '{IMAGENET_CHOICE}' (torchvision's ImageNet weights), "
+                             f"'{NO_WEIGHTS}' (random initialisation) nor an existing .pth file")
+        return value
+
+
+@dataclass(frozen=True)
+class HotdogData(WorkloadData):
+    """Prepared uint8 images (N, 3, 256, 256) and labels for training and testing, and the crop size."""
+
+    train_images: Tensor
+    train_labels: Tensor
+    test_images: Tensor
+    test_labels: Tensor
+    image_size: int
+    eval_batch_size: int
+    origin: str
+
+    @property
+    def train_units(self) -> int:
+        return len(self.train_labels)
+
+    @property
+    def data_origin(self) -> str:
+        return self.origin
+
+    def train_batch(self, epoch: int, indices: Tensor) -> Batch:
+        return Batch(self.train_images[indices], self.train_labels[indices])
+
+    def transform(self, batch: Batch) -> Batch:
+        if batch.unit_seeds is None:
+            raise ValueError("hotdog's training views need a seed per unit (Batch.unit_seeds)")
+        return Batch(train_views(batch.inputs, batch.unit_seeds, self.image_size), batch.targets)
+
+    def loss(self, outputs: Tensor, targets: Tensor) -> Tensor:
+        return F.cross_entropy(outputs, targets)
+
+    def tally(self, outputs: Tensor, targets: Tensor) -> dict[str, Tensor]:
+        return {"acc": correct(outputs, targets)}
+
+    def evaluate(self, model: nn.Module, split: str, device: torch.device) -> dict[str, float]:
+        if split != "test":
+            raise ValueError(f"hotdog has a train and a test split, not {split!r}")
+        score = accuracy(model, self.test_images, self.test_labels, lambda images: eval_views(images, self.image_size),
+                         self.eval_batch_size, device)
+        return {"test_acc": score}
+
+
+class Hotdog(Workload):
+    """Seed 002's experiment: fine-tune an ImageNet ResNet-18 to tell hot dogs from other food."""
+
+    name = "hotdog"
+    dataset = "hotdog"
+    settings_model = HotdogSettings
+    primary_metric = "test_acc"
+
+    def build_model(self, settings: HotdogSettings) -> nn.Sequential:
+        model = resnet18_blocks(num_classes=2)
+        if settings.freeze_backbone:
+            for name, parameter in model.named_parameters():
+                parameter.requires_grad_(name.startswith(f"{HEAD}."))
+        return model
+
+    def unit_shape(self, settings: HotdogSettings) -> tuple[int, ...]:
+        return (3, settings.image_size, settings.image_size)
+
+    def labels(self, settings: HotdogSettings) -> dict[str, str]:
+        return {"pretrained": settings.pretrained}
+
+    def prefetch(self, settings: HotdogSettings) -> None:
+        if settings.pretrained == IMAGENET_CHOICE:
+            fetch_imagenet_weights()
+
+    def initialize(self, model: nn.Module, settings: HotdogSettings) -> None:
+        if settings.pretrained == NO_WEIGHTS:
+            return
+        path = fetch_imagenet_weights() if settings.pretrained == IMAGENET_CHOICE else Path(settings.pretrained)
+        load_backbone(model, read_state_dict(path), path)
+
+    def param_groups(self, named_parameters, settings: HotdogSettings) -> list[ParamGroup]:
+        """The backbone at the base lr, the head at head_lr_mult times it; frozen parameters in neither."""
+        trained = [(name, parameter) for name, parameter in named_parameters if parameter.requires_grad]
+        backbone = [parameter for name, parameter in trained if not name.startswith(f"{HEAD}.")]
+        head = [parameter for name, parameter in trained if name.startswith(f"{HEAD}.")]
+        groups = [ParamGroup(backbone), ParamGroup(head, lr_scale=settings.head_lr_mult)]
+        return [group for group in groups if group.params]
+
+    def optimizer(self, groups: list[dict], settings: HotdogSettings) -> torch.optim.Optimizer:
+        return torch.optim.SGD(groups, momentum=settings.momentum, weight_decay=settings.weight_decay)
+
+    def open(self, prepared: Path | None, settings: HotdogSettings) -> HotdogData:
+        assert prepared is not None
+        data = hotdog.load_prepared(prepared)
+        return HotdogData(torch.from_numpy(data.train_images), torch.from_numpy(data.train_labels),
+                          torch.from_numpy(data.test_images), torch.from_numpy(data.test_labels),
+                          settings.image_size, settings.eval_batch_size, data.data_origin)
