@@ -15,6 +15,7 @@ import yaml
 
 from parabench.data.idx import write_idx
 from tests.conftest import PROJECT_ROOT
+from tests.hotdog_fixture import write_class_folder
 from tests.miniimagenet_fixture import write_image_folder
 
 TOP_LEVEL_OUTPUTS = {".venv", ".git", "data", "models", "metrics", "plots", "checkpoints", "results", "dvc.lock"}
@@ -28,7 +29,12 @@ TINY_EPISODES = {
     "width": 4, "n_way": 3, "n_shot": 1, "n_query": 2, "eval_n_query": 1, "episodes_per_epoch": 4, "val_episodes": 3,
     "test_episodes": 5, "eval_batch_size": 5, "lr_step_size": None, "lr_gamma": 0.5,
 }
-WORKLOADS = ("fashion_mnist", "miniimagenet")
+TINY_HOTDOG = {
+    "epochs": 1, "batch_size": 8, "lr": 0.01, "scaling": "strong", "warmup_steps": 1, "seed": 0, "pretrained": "none",
+    "freeze_backbone": False, "head_lr_mult": 10, "momentum": 0.9, "weight_decay": 0.001, "image_size": 32,
+    "eval_batch_size": 8,
+}
+WORKLOADS = ("fashion_mnist", "miniimagenet", "hotdog")
 
 
 def write_fixture_dataset(folder: Path) -> None:
@@ -51,13 +57,16 @@ def make_project(tmp_path: Path) -> Path:
     shutil.copytree(PROJECT_ROOT, project, ignore=outputs)
     write_fixture_dataset(tmp_path / "fixture-data")
     write_image_folder(tmp_path / "fixture-episodes")
+    write_class_folder(tmp_path / "fixture-hotdog")
     params = yaml.safe_load((project / "params.yaml").read_text())
     params["scales"]["fashion_mnist"]["tiny"] = TINY_SCALE
     params["scales"]["miniimagenet"]["tiny"] = TINY_EPISODES
+    params["scales"]["hotdog"]["tiny"] = TINY_HOTDOG
     params["scale"] = "tiny"
     params["benchmark"].update(strategies=["single", "ddp", "dp"], rounds=1, warmup_steps=1, timed_steps=2)
     params["data"]["fashion_mnist"]["source"] = str(tmp_path / "fixture-data")
     params["data"]["miniimagenet"]["source"] = str(tmp_path / "fixture-episodes")
+    params["data"]["hotdog"]["source"] = str(tmp_path / "fixture-hotdog")
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     return project
 
@@ -103,10 +112,11 @@ def test_repro_then_experiment(tmp_path):
     shown = run(project, "dvc", "metrics", "show")
     header, *rows = shown.splitlines()
     assert len(header.split()) <= 20 and max(map(len, rows)) <= 400, f"a screen's worth, not more:\n{shown}"
-    for expected in ("speedup", "test_acc", "test_acc_ci95", "data_origin", "SAMPLE", "efficiency_vs_ceiling"):
+    for expected in ("speedup", "test_acc", "test_acc_ci95", "data_origin", "SAMPLE", "efficiency_vs_ceiling",
+                     "pretrained", "NOT d2l's hotdog.zip"):
         assert expected in shown, expected
     summary = run(project, "python", "-m", "parabench.report.summary")
-    assert "ddp vs single" in summary and "ceiling" in summary and "miniimagenet" in summary
+    assert "ddp vs single" in summary and "ceiling" in summary and "miniimagenet" in summary and "hotdog" in summary
     run(project, "git", "add", "-A")
     run(project, "git", "commit", "-qm", "baseline")
     fresh = tmp_path / "fresh"
@@ -128,9 +138,11 @@ def test_repro_then_experiment(tmp_path):
         single = json.loads((project / f"metrics/benchmark/{workload}/single.json").read_text())
         assert single["status"] == "ran" and single["speedup"] == 1.0
         assert json.loads((project / f"metrics/benchmark/{workload}/ceiling.json").read_text())["status"] == "ran"
-        assert json.loads((project / f"metrics/benchmark/{workload}/dp.json").read_text()) == {"status": "skipped"}
+        assert json.loads((project / f"metrics/benchmark/{workload}/dp.json").read_text())["status"] == "skipped"
         assert (project / f"plots/figures/benchmark-{workload}.png").stat().st_size > 0
     assert "test_acc_ci95" in json.loads((project / "metrics/speedup/miniimagenet.json").read_text())
+    for metrics in [project / "metrics/speedup/hotdog.json", *(project / "metrics/benchmark/hotdog").glob("*.json")]:
+        assert json.loads(metrics.read_text())["pretrained"] == "none", f"{metrics} names the starting weights"
 
     table = run(project, "dvc", "exp", "show", "--csv")
     assert "allreduce" in table and "speedup" in table
@@ -143,7 +155,8 @@ def test_repro_then_experiment(tmp_path):
     assert "HEAD" in overlay and "workspace" in overlay
 
     # Strategies that ignore the pipeline options finish from their checkpoints when those options change.
-    resplit = run(project, "dvc", "exp", "run", "-S", "pipeline.split_size=16")
+    resplit = run(project, "dvc", "exp", "run", "-S", "pipeline.split_size=16",
+                  "train@fashion_mnist", "reference@fashion_mnist", "benchmark@fashion_mnist")
     assert {"train@fashion_mnist", "reference@fashion_mnist", "benchmark@fashion_mnist"} <= stages_run(resplit)
     for role in ("train", "reference"):
         record = json.loads((project / f"results/{role}/fashion_mnist.json").read_text())
