@@ -12,12 +12,15 @@ from typing import Any
 import pytest
 import torch
 from torch import Tensor
+from torchvision.models import resnet18
 
 from parabench.engine.batches import epoch_batches
 from parabench.engine.plan import RunPlan
 from parabench.engine.trainer import build_trainer, optimizer_step
+from parabench.models.torchvision_resnet import resnet18_blocks
 from parabench.runtime.process import Process
 from parabench.strategies import STRATEGIES
+from parabench.strategies.partition import block_times
 from parabench.workloads.hotdog import Hotdog, HotdogData, HotdogSettings
 from parabench.workloads.image_views import eval_views, normalized, train_views
 from tests.multiprocess import run_ranks
@@ -144,3 +147,15 @@ def test_one_step_under_ddp_and_fsdp_equals_single_with_augmentation_on(tmp_path
     frozen, _ = results["ddp frozen"]
     for key, value in frozen.items():
         assert (not torch.equal(value, before[key])) == key.startswith("fc."), f"ddp frozen: {key}"
+
+
+def test_the_model_is_torchvisions_and_every_block_can_be_timed_and_cut():
+    torch.manual_seed(0)
+    model = resnet18_blocks(num_classes=2)
+    reference = resnet18(weights=None, num_classes=2)
+    reference.load_state_dict(model.state_dict())  # torchvision's keys, unchanged
+    images = torch.randn(2, 3, SIZE, SIZE)
+    assert torch.equal(model.eval()(images), reference.eval()(images))
+    assert len(block_times(model, images, repeats=1)) == len(model) == 11
+    model.relu.inplace = True  # torchvision's own stem: in place, which the first block of a stage must survive
+    assert len(block_times(model, images, repeats=1)) == 11

@@ -2,7 +2,8 @@
 
 The blocks are torchvision's modules themselves (conv1, bn1, relu, maxpool, layer1-4, avgpool, fc, plus a
 flatten that torchvision's forward does inline), so the model's state dict keys are torchvision's: ImageNet
-weights load into it unchanged, and model_parallel and pipeline can cut it between blocks.
+weights load into it unchanged, and model_parallel and pipeline can cut it between blocks. The stem's ReLU is
+not in place (torchvision's is): a pipeline stage that begins with it receives its input as a leaf tensor.
 """
 
 from collections import OrderedDict
@@ -19,7 +20,7 @@ def resnet18_blocks(num_classes: int) -> nn.Sequential:
     head = nn.Linear(net.fc.in_features, num_classes)
     nn.init.xavier_uniform_(head.weight)
     return nn.Sequential(OrderedDict([
-        ("conv1", net.conv1), ("bn1", net.bn1), ("relu", net.relu), ("maxpool", net.maxpool),
+        ("conv1", net.conv1), ("bn1", net.bn1), ("relu", nn.ReLU()), ("maxpool", net.maxpool),
         ("layer1", net.layer1), ("layer2", net.layer2), ("layer3", net.layer3), ("layer4", net.layer4),
         ("avgpool", net.avgpool), ("flatten", nn.Flatten(1)), (HEAD, head),
     ]))

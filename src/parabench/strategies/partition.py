@@ -77,11 +77,16 @@ def block_times(model: nn.Sequential, sample_inputs: Tensor, repeats: int = TIMI
 
 
 def _forward_backward_seconds(block: nn.Module, inputs: Tensor) -> float:
-    """Wall time of one forward and backward of `block`, its device's queue drained before both clock reads."""
-    inputs = inputs.detach().requires_grad_(inputs.is_floating_point())
+    """Wall time of one forward and backward of `block`, its device's queue drained before both clock reads.
+
+    The block gets a copy that is not a leaf: a block may begin in place (ReLU(inplace=True)), which a leaf that
+    needs its gradient refuses, and the caller's activation stays as it was.
+    """
+    leaf = inputs.detach().requires_grad_(inputs.is_floating_point())
+    fed = leaf.clone()
     synchronize(inputs.device)
     started = time.perf_counter()
-    output = block(inputs)
+    output = block(fed)
     output.backward(torch.ones_like(output))
     synchronize(inputs.device)
     return time.perf_counter() - started
