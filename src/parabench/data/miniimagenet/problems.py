@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-MAX_LISTED_PROBLEMS = 100
+from parabench.data.problem_list import listed_problems
 
 
 def classes_in_two_splits(wnids_by_split: dict[str, set[str]]) -> list[str]:
@@ -19,13 +19,9 @@ def classes_in_two_splits(wnids_by_split: dict[str, set[str]]) -> list[str]:
 
 
 def problem_report(folder: Path, problems: list[str]) -> str:
-    """One message listing the problems (the first MAX_LISTED_PROBLEMS, then a count) and what to do."""
-    listed = "\n".join(f"  - {problem}" for problem in problems[:MAX_LISTED_PROBLEMS])
-    more = len(problems) - MAX_LISTED_PROBLEMS
-    if more > 0:
-        listed += f"\n  ... and {more} more"
+    """One message listing the problems (the first hundred, then a count) and what to do."""
     return (
-        f"miniImageNet in {folder} has {len(problems)} problem(s):\n{listed}\n"
+        f"miniImageNet in {folder} has {len(problems)} problem(s):\n{listed_problems(problems)}\n"
         "To fix: repair the source folder (params.yaml data.miniimagenet.source) or set source: download, "
         "then run `dvc repro download@miniimagenet prepare@miniimagenet`."
     )
