@@ -43,7 +43,7 @@ def data() -> HotdogData:
     generator = torch.Generator().manual_seed(5)
     images = torch.randint(0, 256, (UNITS, 3, STORED, STORED), dtype=torch.uint8, generator=generator)
     labels = torch.arange(UNITS) % 2
-    return HotdogData(images, labels, images[:4], labels[:4], SIZE, 4, "random images made in the test")
+    return HotdogData(images, labels, images[:4], labels[:4], 4, "random images made in the test", SIZE)
 
 
 def plan(strategy: str, devices: int, **changes: Any) -> RunPlan:

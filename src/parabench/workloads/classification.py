@@ -1,9 +1,15 @@
-"""What classifier workloads share: counting correct argmax predictions, and accuracy over a labelled set."""
+"""What classifier workloads share: labelled uint8 images, cross-entropy, and accuracy by argmax."""
 
+from abc import abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
+from torch.nn import functional as F
+
+from parabench.batch import Batch
+from parabench.workloads.contract import WorkloadData
 
 
 def correct(outputs: Tensor, targets: Tensor) -> Tensor:
@@ -24,3 +30,43 @@ def accuracy(model: nn.Module, images: Tensor, labels: Tensor, to_inputs: Callab
         hits += int((predictions == labels[start : start + batch_size]).sum())
     model.train(was_training)
     return hits / len(labels)
+
+
+@dataclass(frozen=True)
+class LabelledImages(WorkloadData):
+    """A classifier's data: uint8 images and labels to train on and to test on, scored by cross-entropy and
+    argmax accuracy. A workload says how images become model inputs, for training and for testing."""
+
+    train_images: Tensor
+    train_labels: Tensor
+    test_images: Tensor
+    test_labels: Tensor
+    eval_batch_size: int
+    origin: str
+
+    @property
+    def train_units(self) -> int:
+        return len(self.train_labels)
+
+    @property
+    def data_origin(self) -> str:
+        return self.origin
+
+    def train_batch(self, epoch: int, indices: Tensor) -> Batch:
+        return Batch(self.train_images[indices], self.train_labels[indices])
+
+    @abstractmethod
+    def test_inputs(self, images: Tensor) -> Tensor:
+        """Test images (on the device) as model inputs: the same view every time."""
+
+    def loss(self, outputs: Tensor, targets: Tensor) -> Tensor:
+        return F.cross_entropy(outputs, targets)
+
+    def tally(self, outputs: Tensor, targets: Tensor) -> dict[str, Tensor]:
+        return {"acc": correct(outputs, targets)}
+
+    def evaluate(self, model: nn.Module, split: str, device: torch.device) -> dict[str, float]:
+        if split != "test":
+            raise ValueError(f"a classifier's data has a train and a test split, not {split!r}")
+        return {"test_acc": accuracy(model, self.test_images, self.test_labels, self.test_inputs,
+                                     self.eval_batch_size, device)}

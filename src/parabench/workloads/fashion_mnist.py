@@ -1,20 +1,18 @@
 """`fashion_mnist`: d2l's ResNet-18 variant trained with SGD on Fashion-MNIST (seeds 002 and 003)."""
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 import torch
 from pydantic import Field
 from torch import Tensor, nn
-from torch.nn import functional as F
 
 from parabench.batch import Batch
 from parabench.data import fashion_mnist
 from parabench.io import read_json
 from parabench.models.resnet import d2l_resnet18
-from parabench.workloads.classification import accuracy, correct
-from parabench.workloads.contract import TrainSettings, Workload, WorkloadData
+from parabench.workloads.classification import LabelledImages
+from parabench.workloads.contract import TrainSettings, Workload
 
 NUM_CLASSES = 10
 
@@ -42,42 +40,14 @@ def fixed_subset(images: Tensor, labels: Tensor, size: int | None, seed: int) ->
     return images[chosen], labels[chosen]
 
 
-@dataclass(frozen=True)
-class FashionMnistData(WorkloadData):
+class FashionMnistData(LabelledImages):
     """Images as uint8 (N, 1, 28, 28) and labels (N,) for training (the fixed subset) and testing."""
-
-    train_images: Tensor
-    train_labels: Tensor
-    test_images: Tensor
-    test_labels: Tensor
-    eval_batch_size: int
-    origin: str
-
-    @property
-    def train_units(self) -> int:
-        return len(self.train_labels)
-
-    @property
-    def data_origin(self) -> str:
-        return self.origin
-
-    def train_batch(self, epoch: int, indices: Tensor) -> Batch:
-        return Batch(self.train_images[indices], self.train_labels[indices])
 
     def transform(self, batch: Batch) -> Batch:
         return Batch(to_inputs(batch.inputs), batch.targets)
 
-    def loss(self, outputs: Tensor, targets: Tensor) -> Tensor:
-        return F.cross_entropy(outputs, targets)
-
-    def tally(self, outputs: Tensor, targets: Tensor) -> dict[str, Tensor]:
-        return {"acc": correct(outputs, targets)}
-
-    def evaluate(self, model: nn.Module, split: str, device: torch.device) -> dict[str, float]:
-        if split != "test":
-            raise ValueError(f"fashion_mnist has a train and a test split, not {split!r}")
-        score = accuracy(model, self.test_images, self.test_labels, to_inputs, self.eval_batch_size, device)
-        return {"test_acc": score}
+    def test_inputs(self, images: Tensor) -> Tensor:
+        return to_inputs(images)
 
 
 class FashionMnist(Workload):

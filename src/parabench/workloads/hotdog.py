@@ -12,13 +12,12 @@ from typing import Annotated
 import torch
 from pydantic import Field, field_validator
 from torch import Tensor, nn
-from torch.nn import functional as F
 
 from parabench.batch import Batch
 from parabench.data import hotdog
 from parabench.models.torchvision_resnet import HEAD, resnet18_blocks
-from parabench.workloads.classification import accuracy, correct
-from parabench.workloads.contract import ParamGroup, TrainSettings, Workload, WorkloadData
+from parabench.workloads.classification import LabelledImages
+from parabench.workloads.contract import ParamGroup, TrainSettings, Workload
 from parabench.workloads.image_views import eval_views, train_views
 from parabench.workloads.pretrained import (
     IMAGENET_CHOICE,
@@ -50,45 +49,18 @@ class HotdogSettings(TrainSettings):
 
 
 @dataclass(frozen=True)
-class HotdogData(WorkloadData):
+class HotdogData(LabelledImages):
     """Prepared uint8 images (N, 3, 256, 256) and labels for training and testing, and the crop size."""
 
-    train_images: Tensor
-    train_labels: Tensor
-    test_images: Tensor
-    test_labels: Tensor
     image_size: int
-    eval_batch_size: int
-    origin: str
-
-    @property
-    def train_units(self) -> int:
-        return len(self.train_labels)
-
-    @property
-    def data_origin(self) -> str:
-        return self.origin
-
-    def train_batch(self, epoch: int, indices: Tensor) -> Batch:
-        return Batch(self.train_images[indices], self.train_labels[indices])
 
     def transform(self, batch: Batch) -> Batch:
         if batch.unit_seeds is None:
             raise ValueError("hotdog's training views need a seed per unit (Batch.unit_seeds)")
         return Batch(train_views(batch.inputs, batch.unit_seeds, self.image_size), batch.targets)
 
-    def loss(self, outputs: Tensor, targets: Tensor) -> Tensor:
-        return F.cross_entropy(outputs, targets)
-
-    def tally(self, outputs: Tensor, targets: Tensor) -> dict[str, Tensor]:
-        return {"acc": correct(outputs, targets)}
-
-    def evaluate(self, model: nn.Module, split: str, device: torch.device) -> dict[str, float]:
-        if split != "test":
-            raise ValueError(f"hotdog has a train and a test split, not {split!r}")
-        score = accuracy(model, self.test_images, self.test_labels, lambda images: eval_views(images, self.image_size),
-                         self.eval_batch_size, device)
-        return {"test_acc": score}
+    def test_inputs(self, images: Tensor) -> Tensor:
+        return eval_views(images, self.image_size)
 
 
 class Hotdog(Workload):
@@ -138,4 +110,4 @@ class Hotdog(Workload):
         data = hotdog.load_prepared(prepared)
         return HotdogData(torch.from_numpy(data.train_images), torch.from_numpy(data.train_labels),
                           torch.from_numpy(data.test_images), torch.from_numpy(data.test_labels),
-                          settings.image_size, settings.eval_batch_size, data.data_origin)
+                          settings.eval_batch_size, data.data_origin, settings.image_size)
