@@ -44,6 +44,12 @@ def test_the_top_folder_can_be_stripped(tmp_path: Path) -> None:
     assert _tree(tmp_path / "out") == {"x.jpg": b"x", "y.jpg": b"y"}
 
 
+def test_macos_metadata_is_left_out_and_does_not_count_as_a_top_folder(tmp_path: Path) -> None:
+    archive = _zip(tmp_path / "hotdog.zip", {"hotdog/train/a.png": b"a", "__MACOSX/hotdog/train/._a.png": b"m"})
+    extract_zip(archive, tmp_path / "out", strip_top_folder=True)
+    assert _tree(tmp_path / "out") == {"train/a.png": b"a"}
+
+
 def test_stripping_keeps_an_archive_with_several_top_entries_whole(tmp_path: Path) -> None:
     archive = _zip(tmp_path / "two.zip", {"images/x.jpg": b"x", "readme.txt": b"r"})
     extract_zip(archive, tmp_path / "out", strip_top_folder=True)

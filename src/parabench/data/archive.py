@@ -11,6 +11,7 @@ from parabench.errors import DataError
 from parabench.io import staged_folder
 
 CHUNK_BYTES = 1 << 20
+MAC_METADATA = "__MACOSX"  # macOS's zip adds resource forks under this top folder: never data, never extracted
 DRIVE_LETTER = re.compile(r"^[A-Za-z]:")
 PATH_SEPARATORS = re.compile(r"[\\/]")
 
@@ -21,10 +22,11 @@ def extract_zip(archive: Path, dest_dir: Path, *, strip_top_folder: bool = False
     Refused, all reported in one DataError before anything is written: absolute paths, drive letters, '..'
     components, symbolic links and encrypted members. strip_top_folder: when every member lies under one top
     folder (images.zip holds images/..., d2l's hotdog.zip holds hotdog/...), extract that folder's contents.
+    macOS metadata (members under __MACOSX/) is left out.
     """
     try:
         with zipfile.ZipFile(archive) as bundle:
-            members = bundle.infolist()
+            members = [member for member in bundle.infolist() if member.filename.split("/", 1)[0] != MAC_METADATA]
             unsafe = [f"{member.filename!r} {reason}" for member in members if (reason := _unsafe_reason(member))]
             if unsafe:
                 raise DataError(_unsafe_message(archive, unsafe))
