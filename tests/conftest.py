@@ -1,11 +1,14 @@
-"""Shared fixtures: the project root and a valid params.yaml to break one key at a time."""
+"""Shared fixtures: the project root, a valid params.yaml to break one key at a time, a local HTTP server."""
 
 import copy
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+
+from tests.http_server import FileServer, running_file_server
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,3 +29,10 @@ def write_params(tmp_path: Path):
         return path
 
     return write
+
+
+@pytest.fixture
+def server() -> Iterator[FileServer]:
+    """A local HTTP server on 127.0.0.1 for download tests; add routes to it."""
+    with running_file_server() as state:
+        yield state

@@ -6,7 +6,6 @@ import io
 import shutil
 import socket
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -23,16 +22,10 @@ from parabench.data.fetch import (
 )
 from parabench.data.idx import write_idx
 from parabench.errors import DataError, DownloadError
-from tests.http_server import FileServer, Route, running_file_server
+from tests.http_server import FileServer, Route
 
 NAME = "images-idx3-ubyte.gz"
 FAST = {"retries": 2, "backoff_s": 0.01, "timeout_s": 5.0}
-
-
-@pytest.fixture
-def server() -> Iterator[FileServer]:
-    with running_file_server() as state:
-        yield state
 
 
 @pytest.fixture

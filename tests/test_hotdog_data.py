@@ -5,7 +5,6 @@ import json
 import shutil
 import stat
 import zipfile
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from parabench.data.origin import origin_summary, read_origin, record_origin
 from parabench.data.registry import DATASETS
 from parabench.data.source import DataSource
 from parabench.errors import DataError, DownloadError
-from tests.http_server import FileServer, Route, running_file_server
+from tests.http_server import FileServer, Route
 
 # Listed out of order, with names whose string order differs from their numeric order: the scan sorts both.
 CLASS_FILES = {
@@ -98,12 +97,6 @@ def folder(tmp_path: Path) -> Path:
     folder = tmp_path / "byo-hotdog"
     _write_folder(folder)
     return folder
-
-
-@pytest.fixture
-def server() -> Iterator[FileServer]:
-    with running_file_server() as state:
-        yield state
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ import os
 import pickle
 import shutil
 import zipfile
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,7 +30,7 @@ from parabench.data.miniimagenet import (
 from parabench.data.miniimagenet.origin_sentence import data_origin
 from parabench.data.origin import read_origin
 from parabench.errors import DataError, DownloadError
-from tests.http_server import FileServer, Route, running_file_server
+from tests.http_server import FileServer, Route
 
 SPLIT_CLASSES = {  # listed out of order: prepare sorts classes by wnid and rows by (class, file name)
     "train": ["n01000003", "n01000001", "n01000002"],
@@ -119,12 +118,6 @@ def image_folder(tmp_path: Path) -> Path:
     folder = tmp_path / "byo-images"
     _write_image_folder(folder)
     return folder
-
-
-@pytest.fixture
-def server() -> Iterator[FileServer]:
-    with running_file_server() as state:
-        yield state
 
 
 def _local(folder: Path, layout: str = "images") -> MiniImagenetSource:

@@ -12,7 +12,7 @@ from parabench.errors import ConfigError
 from parabench.models.torchvision_resnet import resnet18_blocks
 from parabench.workloads import pretrained
 from parabench.workloads.hotdog import Hotdog, HotdogSettings
-from tests.http_server import Route, running_file_server
+from tests.http_server import Route
 
 
 def settings(weights: str) -> HotdogSettings:
@@ -80,28 +80,26 @@ def test_a_missing_file_is_a_params_error():
         settings("no/such/weights.pth")
 
 
-def test_imagenet_weights_are_fetched_into_torchs_cache_and_checked(tmp_path, monkeypatch):
+def test_imagenet_weights_are_fetched_into_torchs_cache_and_checked(tmp_path, monkeypatch, server):
     buffer = io.BytesIO()
     torch.save(imagenet_like_state(), buffer)
     body = buffer.getvalue()
     name = f"resnet18-{hashlib.sha256(body).hexdigest()[:8]}.pth"  # torchvision's names carry a sha256 prefix
     monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
-    with running_file_server() as server:
-        server.routes[f"/{name}"] = Route(body)
-        monkeypatch.setattr(pretrained, "IMAGENET_URL", server.url(f"/{name}"))
-        Hotdog().prefetch(settings("imagenet"))
-        assert server.requests_for(f"/{name}") == [None]
-        model = built("imagenet")
+    server.routes[f"/{name}"] = Route(body)
+    monkeypatch.setattr(pretrained, "IMAGENET_URL", server.url(f"/{name}"))
+    Hotdog().prefetch(settings("imagenet"))
+    assert server.requests_for(f"/{name}") == [None]
+    model = built("imagenet")
     assert (tmp_path / "torch" / "hub" / "checkpoints" / name).read_bytes() == body
     assert torch.equal(model.state_dict()["layer4.1.bn2.weight"], imagenet_like_state()["layer4.1.bn2.weight"])
 
 
-def test_offline_imagenet_stops_with_the_other_choices_and_the_cache_path(tmp_path, monkeypatch):
+def test_offline_imagenet_stops_with_the_other_choices_and_the_cache_path(tmp_path, monkeypatch, server):
     monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
-    with running_file_server() as server:  # no route: 404, as an unreachable host fails
-        monkeypatch.setattr(pretrained, "IMAGENET_URL", server.url("/resnet18-f37072fd.pth"))
-        with pytest.raises(ConfigError) as error:
-            Hotdog().prefetch(settings("imagenet"))
+    monkeypatch.setattr(pretrained, "IMAGENET_URL", server.url("/resnet18-f37072fd.pth"))  # no route: 404
+    with pytest.raises(ConfigError) as error:
+        Hotdog().prefetch(settings("imagenet"))
     message = str(error.value)
     assert "'none'" in message and ".pth state dict" in message
     assert str(Path(tmp_path / "torch" / "hub" / "checkpoints" / "resnet18-f37072fd.pth")) in message
