@@ -34,7 +34,14 @@ TINY_HOTDOG = {
     "freeze_backbone": False, "head_lr_mult": 10, "momentum": 0.9, "weight_decay": 0.001, "image_size": 32,
     "eval_batch_size": 8,
 }
-WORKLOADS = ("fashion_mnist", "miniimagenet", "hotdog")
+TINY_RESNET50 = {
+    "epochs": 2, "batch_size": 4, "lr": 0.001, "scaling": "strong", "warmup_steps": 1, "seed": 0, "image_size": 48,
+    "num_classes": 10, "num_batches": 1,
+}
+TINY_SWEEP = {"rounds": 1, "warmup_steps": 0, "timed_steps": 1}
+SCORED = ("fashion_mnist", "miniimagenet", "hotdog")
+WORKLOADS = (*SCORED, "resnet50")
+SWEEPS = ("sweep@split_size", "sweep@split_size_distributed")
 
 
 def write_fixture_dataset(folder: Path) -> None:
@@ -62,6 +69,11 @@ def make_project(tmp_path: Path) -> Path:
     params["scales"]["fashion_mnist"]["tiny"] = TINY_SCALE
     params["scales"]["miniimagenet"]["tiny"] = TINY_EPISODES
     params["scales"]["hotdog"]["tiny"] = TINY_HOTDOG
+    params["scales"]["resnet50"]["tiny"] = TINY_RESNET50
+    params["pipeline"]["split_sizes"]["resnet50"] = 2
+    for sweep in params["sweeps"].values():
+        sweep.update(TINY_SWEEP)
+        sweep["values"]["tiny"] = [2, 4] if sweep["curves"].keys() == {"inprocess"} else [2]
     params["scale"] = "tiny"
     params["benchmark"].update(strategies=["single", "ddp", "dp"], rounds=1, warmup_steps=1, timed_steps=2)
     params["data"]["fashion_mnist"]["source"] = str(tmp_path / "fixture-data")
@@ -107,13 +119,17 @@ def test_repro_then_experiment(tmp_path):
     run(project, "git", "commit", "-qm", "project")
 
     first = run(project, "dvc", "repro")
-    assert stages_run(first) == {"environment"} | stages_of(
-        "download", "prepare", "train", "reference", "evaluate", "benchmark", "speedup")
+    assert stages_run(first) == {"environment", *SWEEPS} | stages_of(
+        "train", "reference", "evaluate", "benchmark", "speedup") | {
+        f"{kind}@{dataset}" for kind in ("download", "prepare") for dataset in SCORED}, "resnet50 has no data stages"
     shown = run(project, "dvc", "metrics", "show")
     header, *rows = shown.splitlines()
-    assert len(header.split()) <= 20 and max(map(len, rows)) <= 400, f"a screen's worth, not more:\n{shown}"
+    # 21 columns: the workloads' and benchmark's 18, and the sweeps' best_value and speedup_vs_largest_value, and
+    # resnet50's `accuracy` (in words): a wide screen's worth, no more.
+    assert len(header.split()) <= 21 and max(map(len, rows)) <= 400, f"a screen's worth, not more:\n{shown}"
     for expected in ("speedup", "test_acc", "test_acc_ci95", "data_origin", "SAMPLE", "efficiency_vs_ceiling",
-                     "pretrained", "NOT d2l's hotdog.zip"):
+                     "pretrained", "NOT d2l's hotdog.zip", "not applicable (synthetic data)", "best_value",
+                     "1f1b.speedup_vs_single"):
         assert expected in shown, expected
     summary = run(project, "python", "-m", "parabench.report.summary")
     assert "ddp vs single" in summary and "ceiling" in summary and "miniimagenet" in summary and "hotdog" in summary
@@ -134,7 +150,11 @@ def test_repro_then_experiment(tmp_path):
         assert record["environment"]["cpu_capability"] and record["environment"]["cpu_model"]
         compared = json.loads((project / f"metrics/speedup/{workload}.json").read_text())
         assert (compared["strategy"], compared["reference"]) == ("allreduce", "single")
-        assert "test_acc" in compared and "reference_test_acc" in compared and compared["data_origin"]
+        assert compared["speedup"] > 0 and compared["data_origin"]
+        if workload in SCORED:
+            assert "test_acc" in compared and "reference_test_acc" in compared
+        else:
+            assert compared["accuracy"] == "not applicable (synthetic data)" and "test_acc" not in compared
         single = json.loads((project / f"metrics/benchmark/{workload}/single.json").read_text())
         assert single["status"] == "ran" and single["speedup"] == 1.0
         assert json.loads((project / f"metrics/benchmark/{workload}/ceiling.json").read_text())["status"] == "ran"
@@ -149,10 +169,16 @@ def test_repro_then_experiment(tmp_path):
     assert "train_time_s" in run(project, "dvc", "metrics", "diff")
     run(project, "dvc", "plots", "show", "-o", str(tmp_path / "plots"))
     page = (tmp_path / "plots" / "index.html").read_text()
-    assert "test_acc" in page and "val_acc" in page and "train_loss" in page
+    assert "test_acc" in page and "val_acc" in page and "train_loss" in page and "median_s" in page
     run(project, "dvc", "plots", "diff", "HEAD", "-o", str(tmp_path / "diff"))
     overlay = (tmp_path / "diff" / "index.html").read_text()
     assert "HEAD" in overlay and "workspace" in overlay
+
+    # A sweep re-runs when its own values change, and nothing else does.
+    resweep = run(project, "dvc", "exp", "run", "-S", "sweeps.split_size.values.tiny=[4]")
+    assert stages_run(resweep) == {"environment", "sweep@split_size"}
+    swept = json.loads((project / "metrics/sweep/split_size.json").read_text())
+    assert swept["inprocess"]["best_value"] == 4 and swept["inprocess"]["speedup_vs_single"] > 0
 
     # Strategies that ignore the pipeline options finish from their checkpoints when those options change.
     resplit = run(project, "dvc", "exp", "run", "-S", "pipeline.split_size=16",

@@ -1,6 +1,7 @@
 """The params.yaml schema: one place that validates every value, up front, and explains what is wrong."""
 
 import copy
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -17,6 +18,7 @@ from parabench.workloads import WORKLOADS, TrainSettings
 
 PARAMS_FILE = Path("params.yaml")
 STRATEGY_NAMES = tuple(STRATEGIES)
+WORKLOAD_NAMES = tuple(WORKLOADS)
 
 
 class Strict(BaseModel):
@@ -69,6 +71,29 @@ class BenchmarkOptions(Strict):
         return value
 
 
+class Sweep(Strict):
+    """One sweep: a workload under a strategy with one params key set to each value (a list per scale), once per
+    curve (a curve's own overrides, e.g. another pipeline schedule); `single` and `model_parallel` are timed
+    beside it as reference lines."""
+
+    workload: Literal[WORKLOAD_NAMES]  # type: ignore[valid-type]
+    strategy: Literal[STRATEGY_NAMES]  # type: ignore[valid-type]
+    param: str  # a dotted params.yaml key, e.g. pipeline.split_sizes.resnet50
+    values: dict[str, Annotated[list[Any], Field(min_length=1)]]  # scale -> the values to time
+    curves: Annotated[dict[str, dict[str, Any]], Field(min_length=1)]  # curve name -> its overrides (dotted keys)
+    rounds: Annotated[int, Field(ge=1)]  # each round times every cell once, in rotating order
+    warmup_steps: Annotated[int, Field(ge=0)]  # steps per run left out of the timing
+    timed_steps: Annotated[int, Field(ge=1)]  # timed steps per run
+
+    @field_validator("curves")
+    @classmethod
+    def _file_names(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+                raise ValueError(f"curve name {name!r} becomes a file name: use letters, digits, '_', '.', '-'")
+        return value
+
+
 Scales = create_model(
     "Scales",
     __base__=Strict,
@@ -92,6 +117,7 @@ class Params(Strict):
     scale: str
     scales: Scales  # type: ignore[valid-type]
     data: DataSources  # type: ignore[valid-type]
+    sweeps: dict[str, Sweep]
 
     def settings(self, workload: str) -> TrainSettings:
         """The hyper-parameters of `workload` at the chosen scale."""
@@ -173,4 +199,16 @@ def _check_cross_fields(path: str, params: Params) -> None:
             raise ConfigError(
                 f"{path}: scale: {params.scale!r} is not defined for workload {workload!r}; "
                 f"choose one of: {', '.join(sorted(by_scale))} (keys of scales.{workload})."
+            )
+    for name, sweep in params.sweeps.items():
+        if params.scale not in sweep.values:
+            raise ConfigError(
+                f"{path}: sweeps.{name}.values has no list for scale {params.scale!r}; add one, or choose a scale "
+                f"among {', '.join(sorted(sweep.values))}."
+            )
+        if sweep.param == "pipeline.split_size" and sweep.workload in params.pipeline.split_sizes:
+            raise ConfigError(
+                f"{path}: sweeps.{name}.param: pipeline.split_size does not reach {sweep.workload}, whose "
+                f"pipeline.split_sizes.{sweep.workload} entry takes precedence; sweep "
+                f"pipeline.split_sizes.{sweep.workload} instead."
             )

@@ -54,3 +54,18 @@ def benchmark_table_file(workload: str) -> Path:
 def benchmark_figure_file(workload: str) -> Path:
     """The benchmark's bar chart with its spread."""
     return Path("plots/figures") / f"benchmark-{workload}.png"
+
+
+def sweep_table_dir(sweep: str) -> Path:
+    """One CSV per curve of a sweep (value, median step time, quartiles, rate), for `dvc plots`."""
+    return Path("plots/sweep") / sweep
+
+
+def sweep_figure_file(sweep: str) -> Path:
+    """The sweep's curves with their spread and the reference lines."""
+    return Path("plots/figures") / f"sweep-{sweep}.png"
+
+
+def sweep_metrics_dir(sweep: str) -> Path:
+    """One small JSON per curve of a sweep (best value, speedups): a row each in `dvc metrics show`."""
+    return Path("metrics/sweep") / sweep

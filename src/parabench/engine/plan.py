@@ -132,6 +132,7 @@ def make_plan(params: Params, workload_name: str, role: Role, strategy_name: str
         pipeline=params.pipeline.for_workload(workload_name),
         blocks=len(workload.build_model(settings)),
         batch_shape=(settings.batch_size, *workload.unit_shape(settings)),
+        documented_cut=workload.documented_cut(settings),
     )
     replicas = strategy.data_replicas(setup) * copies
     if settings.scaling == "weak":

@@ -29,7 +29,8 @@ TrainStep = Callable[[Batch, LossFn], StepResult]
 
 class StrategySetup(BaseModel):
     """What a strategy may read besides the model: the machine, the strategies' params.yaml sections,
-    how many ordered blocks the model has, and the shape of one step's batch (to time blocks on)."""
+    how many ordered blocks the model has, the shape of one step's batch (to time blocks on), and where the
+    workload's seed document cuts the model, if it does (partition.balance `seed`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -38,6 +39,7 @@ class StrategySetup(BaseModel):
     pipeline: PipelineOptions
     blocks: int
     batch_shape: tuple[int, ...]
+    documented_cut: tuple[int, ...] | None = None
 
 
 def forward_backward(module: nn.Module) -> TrainStep:

@@ -1,7 +1,8 @@
 """`model_parallel`: one process, the model's blocks cut into one stage per device, the whole batch at once.
 
 The tutorial's step 2: stage i runs on device i and its activations move on to the next stage's device.
-The cut is balanced by parameter count or by each block's forward+backward time (partition.balance).
+The cut is balanced by parameter count or by each block's forward+backward time, or is the seed document's
+(partition.balance); each stage's measured share of the time is recorded either way.
 """
 
 from typing import Any
@@ -11,7 +12,7 @@ from torch import Tensor, nn
 
 from parabench.runtime.process import Process
 from parabench.strategies.base import Parallelized, Strategy, StrategySetup, forward_backward
-from parabench.strategies.partition import balance_by_parameters, balance_by_time, cut
+from parabench.strategies.partition import StageCut, choose_cut, cut
 from parabench.strategies.stage_devices import check_stage_devices, devices_virtual, stage_devices
 
 
@@ -45,20 +46,16 @@ class StagedModel(nn.Module):
         return activation
 
 
-def stage_sizes(model: nn.Sequential, setup: StrategySetup, device: torch.device, units: int
-                ) -> tuple[list[int], str]:
-    """Blocks per stage and how they were balanced: by parameters, or by forward+backward time measured
-    on `device` with a random batch of `units` units (samples or episodes) of the workload's input shape."""
-    stages = setup.machine.devices
-    if setup.partition.balance == "parameters":
-        return balance_by_parameters(model, stages), "parameters"
+def stage_cut(model: nn.Sequential, setup: StrategySetup, device: torch.device, units: int) -> StageCut:
+    """One stage per device, cut as partition.balance says; every block is timed (forward+backward) on `device`
+    with a random batch of `units` units (samples or episodes) of the workload's input shape."""
     sample = torch.rand((units, *setup.batch_shape[1:]), device=device)
-    return balance_by_time(model, sample, stages), "time"
+    return choose_cut(model, setup.partition.balance, setup.machine.devices, sample, setup.documented_cut)
 
 
 def staged_parallel(staged: StagedModel, setup: StrategySetup, details: dict[str, Any]) -> Parallelized:
     """One process drives every stage of `staged`."""
-    details.update(stages=len(staged.devices), cut=staged.sizes, devices_virtual=devices_virtual(setup))
+    details.update(stages=len(staged.devices), devices_virtual=devices_virtual(setup))
     return Parallelized(
         module=staged,
         model=staged.model,
@@ -74,8 +71,8 @@ def staged_parallel(staged: StagedModel, setup: StrategySetup, details: dict[str
 def apply(model: nn.Sequential, process: Process, setup: StrategySetup) -> Parallelized:
     """Cut the model into hardware.devices stages, one per device; time them on the whole first batch."""
     devices = stage_devices(setup)
-    sizes, balance = stage_sizes(model, setup, devices[0], setup.batch_shape[0])
-    return staged_parallel(StagedModel(model, devices, sizes), setup, details={"balance": balance})
+    chosen = stage_cut(model, setup, devices[0], setup.batch_shape[0])
+    return staged_parallel(StagedModel(model, devices, chosen.sizes), setup, details=chosen.details())
 
 
 STRATEGY = Strategy(

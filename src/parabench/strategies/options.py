@@ -10,7 +10,7 @@ class PartitionOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    balance: Literal["time", "parameters"]
+    balance: Literal["time", "parameters", "seed"]  # seed: where the workload's seed document cuts it
 
 
 class PipelineOptions(BaseModel):

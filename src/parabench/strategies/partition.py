@@ -1,9 +1,11 @@
-"""Cutting a model's ordered blocks into consecutive stages of balanced cost (by parameters or measured time)."""
+"""Cutting a model's ordered blocks into consecutive stages: balanced by parameters or measured time, or as the
+seed document cuts it; each stage's measured share of the time is kept either way."""
 
 import copy
 import statistics
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import accumulate
 
 import torch
@@ -96,6 +98,52 @@ def balance_by_time(model: nn.Sequential, sample_inputs: Tensor, n: int) -> list
     """Blocks per stage such that the slowest stage's forward+backward time on the sample is smallest."""
     require_blocks(model, n)
     return split_costs(block_times(model, sample_inputs), n)
+
+
+@dataclass(frozen=True)
+class StageCut:
+    """Blocks per stage, how they were chosen, and each stage's share of the measured forward+backward time."""
+
+    sizes: list[int]
+    balance: str
+    stage_time_share: list[float]
+
+    def details(self) -> dict[str, object]:
+        """What the metrics record about the cut."""
+        return {"cut": self.sizes, "balance": self.balance,
+                "stage_time_share": [round(share, 4) for share in self.stage_time_share]}
+
+
+def check_documented_cut(documented: Sequence[int] | None, stages: int, blocks: int) -> None:
+    """partition.balance `seed` needs the workload's documented cut, for as many stages as there are devices."""
+    if documented is None:
+        raise ConfigError(
+            "partition.balance: 'seed' cuts the model where its seed document does, but this workload's seed gives "
+            "no cut; set partition.balance to time or parameters."
+        )
+    if len(documented) != stages or sum(documented) != blocks:
+        raise ConfigError(
+            f"partition.balance: 'seed' is the seed document's cut {list(documented)} ({len(documented)} stages), "
+            f"but hardware.devices asks for {stages} stages; set hardware.devices to {len(documented)} or "
+            "partition.balance to time or parameters."
+        )
+
+
+def choose_cut(model: nn.Sequential, balance: str, stages: int, sample_inputs: Tensor,
+               documented: Sequence[int] | None = None) -> StageCut:
+    """Cut by `balance` (time | parameters | seed) into `stages` stages, timing every block on the sample."""
+    require_blocks(model, stages)
+    times = block_times(model, sample_inputs)
+    if balance == "time":
+        sizes = split_costs(times, stages)
+    elif balance == "parameters":
+        sizes = balance_by_parameters(model, stages)
+    else:
+        check_documented_cut(documented, stages, len(model))
+        sizes = list(documented)  # type: ignore[arg-type]
+    starts = list(accumulate(sizes, initial=0))
+    stage_times = [sum(times[start:start + size]) for start, size in zip(starts, sizes)]
+    return StageCut(sizes, balance, [stage / sum(stage_times) for stage in stage_times])
 
 
 def cut(model: nn.Sequential, sizes: Sequence[int]) -> list[nn.Sequential]:

@@ -20,7 +20,7 @@ from parabench.errors import ConfigError
 from parabench.runtime.collectives import broadcast_object, gather_objects
 from parabench.runtime.process import Process
 from parabench.strategies.base import LossFn, Parallelized, StepResult, Strategy, StrategySetup, TrainStep
-from parabench.strategies.model_parallel import StagedModel, stage_sizes, staged_parallel
+from parabench.strategies.model_parallel import StagedModel, stage_cut, staged_parallel
 from parabench.strategies.partition import cut
 from parabench.strategies.stage_devices import check_stage_devices, devices_virtual, stage_devices
 
@@ -62,9 +62,9 @@ def counting_micro_batches(step: TrainStep, split_size: int, details: dict[str, 
 def apply_inprocess(model: nn.Sequential, setup: StrategySetup) -> Parallelized:
     """model_parallel's stages with a micro-batched forward; balance by time on the first micro-batch."""
     devices, split_size = stage_devices(setup), setup.pipeline.split_size
-    sizes, balance = stage_sizes(model, setup, devices[0], split_size)
-    staged = MicroBatchPipeline(model, devices, sizes, split_size)
-    details = {"engine": "inprocess", "split_size": split_size, "balance": balance, "batchnorm": BATCHNORM}
+    chosen = stage_cut(model, setup, devices[0], split_size)
+    staged = MicroBatchPipeline(model, devices, chosen.sizes, split_size)
+    details = {"engine": "inprocess", "split_size": split_size, **chosen.details(), "batchnorm": BATCHNORM}
     parallel = staged_parallel(staged, setup, details=details)
     return replace(parallel, train_step=counting_micro_batches(parallel.train_step, split_size, details))
 
@@ -111,15 +111,15 @@ def apply_distributed(model: nn.Sequential, process: Process, setup: StrategySet
     Every rank receives the global batch; only the first stage reads the inputs, so only it moves them
     to its device. Every rank cuts the model as rank 0 measured it.
     """
-    sizes, balance = stage_sizes(model, setup, process.device, setup.pipeline.split_size)
-    sizes = broadcast_object(sizes)  # rank 0's measurement: every rank must cut the same way
-    submodule = cut(model, sizes)[process.rank].to(process.device)
+    chosen = broadcast_object(stage_cut(model, setup, process.device, setup.pipeline.split_size))
+    submodule = cut(model, chosen.sizes)[process.rank].to(process.device)  # rank 0's cut: every rank cuts alike
     from torch.distributed.pipelining import PipelineStage
 
     stage = PipelineStage(submodule, process.rank, process.world_size, process.device)
     schedule_name, split_size = setup.pipeline.schedule, setup.pipeline.split_size
-    details = {"engine": "distributed", "schedule": schedule_name, "split_size": split_size, "stages": len(sizes),
-               "cut": sizes, "balance": balance, "devices_virtual": devices_virtual(setup), "batchnorm": BATCHNORM}
+    details = {"engine": "distributed", "schedule": schedule_name, "split_size": split_size,
+               "stages": len(chosen.sizes), **chosen.details(), "devices_virtual": devices_virtual(setup),
+               "batchnorm": BATCHNORM}
     return Parallelized(
         module=submodule,
         model=submodule,

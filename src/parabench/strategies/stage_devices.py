@@ -4,6 +4,7 @@ import torch
 
 from parabench.errors import ConfigError
 from parabench.strategies.base import StrategySetup
+from parabench.strategies.partition import check_documented_cut
 from parabench.strategies.per_device import check_gpus
 
 
@@ -21,7 +22,8 @@ def devices_virtual(setup: StrategySetup) -> bool:
 
 
 def check_stage_devices(name: str, setup: StrategySetup) -> None:
-    """A cut model needs at least two stages, no more stages than blocks, and on CUDA one GPU for each."""
+    """A cut model needs at least two stages, no more stages than blocks, the seed's cut when it asks for it, and
+    on CUDA one GPU for each."""
     if setup.machine.devices < 2:
         raise ConfigError(
             f"{name} needs at least 2 devices (hardware.devices), one per stage, but hardware.devices is "
@@ -34,4 +36,6 @@ def check_stage_devices(name: str, setup: StrategySetup) -> None:
             f"but hardware.devices asks for {setup.machine.devices} stages; lower hardware.devices to at most "
             f"{setup.blocks}."
         )
+    if setup.partition.balance == "seed":
+        check_documented_cut(setup.documented_cut, setup.machine.devices, setup.blocks)
     check_gpus(name, setup)

@@ -4,7 +4,8 @@ from parabench.workloads.contract import TrainSettings, Workload, WorkloadData
 from parabench.workloads.fashion_mnist import FashionMnist
 from parabench.workloads.hotdog import Hotdog
 from parabench.workloads.miniimagenet import MiniImagenet
+from parabench.workloads.resnet50 import Resnet50
 
-WORKLOADS: dict[str, Workload] = {w.name: w for w in (FashionMnist(), MiniImagenet(), Hotdog())}
+WORKLOADS: dict[str, Workload] = {w.name: w for w in (FashionMnist(), MiniImagenet(), Hotdog(), Resnet50())}
 
 __all__ = ["WORKLOADS", "TrainSettings", "Workload", "WorkloadData"]

@@ -103,6 +103,10 @@ class Workload(ABC):
     def unit_shape(self, settings: TrainSettings) -> tuple[int, ...]:
         """The shape of one unit of model input after `transform` (for strategies that time blocks)."""
 
+    def documented_cut(self, settings: TrainSettings) -> tuple[int, ...] | None:
+        """Blocks per stage where the seed document cuts the model by hand (partition.balance `seed`); none."""
+        return None
+
     def labels(self, settings: TrainSettings) -> dict[str, str]:
         """Choices a reader must see beside every metric of the workload (e.g. which pretrained weights); none."""
         return {}

@@ -1,0 +1,104 @@
+"""A sweep's results: one table per curve (value, median step time and quartiles, rate) and the best value of each,
+compared with single, model_parallel and the curve's largest value (for a split size: the whole batch, no
+pipelining)."""
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from parabench.config import Sweep
+from parabench.engine.sweep import REFERENCE_LINES, SweepPoint
+from parabench.io import write_atomic, write_json
+from parabench.paths import results_file, sweep_figure_file, sweep_metrics_dir, sweep_table_dir
+from parabench.report.sweep_figure import draw
+
+INPROCESS_ON_CPU = ("the in-process engine on the CPU: one process runs the stages in turn, so they cannot overlap; "
+                    "only the distributed engine (one process per stage) can")
+
+
+def curve_tables(points: list[SweepPoint], results: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
+    """curve -> one row per value that ran: value, median_s, p25_s, p75_s (per step) and units per second."""
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for point, figures in zip(points, results, strict=True):
+        if point.value is None or figures["status"] != "ran":
+            continue
+        steps = figures["step_time_s"]
+        rows.setdefault(point.curve, []).append({
+            "value": point.value, "median_s": steps["median"], "p25_s": steps["p25"], "p75_s": steps["p75"],
+            f"{figures['unit']}s_per_s": figures["rate"],
+        })
+    return {curve: pd.DataFrame(curve_rows) for curve, curve_rows in rows.items()}
+
+
+def reference_lines(points: list[SweepPoint], results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """single and model_parallel: their step time and quartiles where they ran, why not where they were skipped."""
+    lines = {}
+    for point, figures in zip(points, results, strict=True):
+        if point.value is None:
+            lines[point.curve] = ({"median_s": figures["step_time_s"]["median"], "p25_s": figures["step_time_s"]["p25"],
+                                   "p75_s": figures["step_time_s"]["p75"]}
+                                  if figures["status"] == "ran" else {"skipped": figures["reason"]})
+    return lines
+
+
+def curve_summary(table: pd.DataFrame, lines: dict[str, dict[str, Any]], engine_note: str | None
+                  ) -> dict[str, Any]:
+    """The curve's fastest value, and how much faster it is (> 1: faster) than single (`speedup`, as in the
+    benchmark), model_parallel, and the curve's own largest value (for a split size: the whole batch)."""
+    best = table["median_s"].idxmin()
+    largest = table["value"].idxmax() if pd.api.types.is_numeric_dtype(table["value"]) else table.index[-1]
+    best_s = float(table.at[best, "median_s"])
+    summary: dict[str, Any] = {"best_value": plain(table.at[best, "value"]), "best_median_s": best_s}
+    for reference, key in zip(REFERENCE_LINES, ("speedup", "speedup_vs_model_parallel")):
+        line = lines.get(reference, {})
+        summary[key] = line["median_s"] / best_s if "median_s" in line else None
+    summary["largest_value"] = plain(table.at[largest, "value"])
+    summary["speedup_vs_largest_value"] = float(table.at[largest, "median_s"]) / best_s
+    if engine_note:
+        summary["note"] = engine_note
+    return summary
+
+
+METRIC_KEYS = ("best_value", "speedup", "speedup_vs_largest_value")
+
+
+def compact(summary: dict[str, Any]) -> dict[str, Any]:
+    """The few numbers `dvc metrics show` prints for a curve (results/sweep holds the rest)."""
+    return {key: summary[key] for key in METRIC_KEYS}
+
+
+def engine_note(details: dict[str, Any]) -> str | None:
+    """Why a curve cannot overlap its stages here, when it cannot."""
+    if details.get("engine") == "inprocess" and details.get("devices_virtual"):
+        return INPROCESS_ON_CPU
+    return None
+
+
+def plain(value: Any) -> Any:
+    """A table cell as a plain Python value (numpy scalars do not go into JSON)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def write_sweep(name: str, sweep: Sweep, scale: str, points: list[SweepPoint], results: list[dict[str, Any]]
+                ) -> None:
+    """Every output of a sweep: a CSV and a metrics JSON per curve, the figure, and the full results."""
+    tables, lines = curve_tables(points, results), reference_lines(points, results)
+    notes = {point.curve: engine_note(figures.get("strategy_details", {}))
+             for point, figures in zip(points, results) if point.value is not None and figures["status"] == "ran"}
+    summaries = {curve: curve_summary(table, lines, notes.get(curve)) for curve, table in tables.items()}
+    skipped = [f"{point.curve} {sweep.param}={point.value} skipped: {figures['reason'].splitlines()[0]}"
+               for point, figures in zip(points, results) if figures["status"] == "skipped"]
+    for curve, table in tables.items():
+        write_atomic(sweep_table_dir(name) / f"{curve}.csv",
+                     lambda tmp, table=table: table.to_csv(tmp, index=False, float_format="%.6g"))
+    title = f"{sweep.workload}: {sweep.strategy} over {sweep.param} ({name}, {scale} scale)"
+    draw(title, sweep.param, tables, lines, [*sorted({note for note in notes.values() if note}), *skipped],
+         sweep_figure_file(name))
+    write_json(results_file("sweep", name), {
+        "sweep": sweep.model_dump(), "scale": scale, "curves": summaries, "reference_lines": lines,
+        "skipped": skipped,
+        "cells": [{"curve": point.curve, "value": point.value, **figures} for point, figures in zip(points, results)],
+    })
+    for curve, summary in summaries.items():
+        write_json(sweep_metrics_dir(name) / f"{curve}.json", compact(summary))

@@ -1,0 +1,45 @@
+"""A sweep's figure, like seed 001's split_size_tradeoff: median step time per value and curve, quartile error bars,
+and the reference strategies as horizontal lines with their quartile bands."""
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from parabench.io import write_atomic  # noqa: E402
+
+LINE_COLOURS = {"single": "#555555", "model_parallel": "#c44e52"}
+
+
+def draw(title: str, param: str, tables: dict[str, pd.DataFrame], lines: dict[str, dict[str, Any]],
+         notes: list[str], path: Path) -> None:
+    """One line per curve with p25-p75 error bars; a dashed line per reference that ran; notes under the chart."""
+    figure, axis = plt.subplots(figsize=(7, 4.5))
+    values: list[Any] = []
+    for curve, table in tables.items():
+        errors = [table["median_s"] - table["p25_s"], table["p75_s"] - table["median_s"]]
+        axis.errorbar(table["value"], table["median_s"], yerr=errors, marker="o", capsize=4, label=curve)
+        values += [value for value in table["value"] if value not in values]
+    for reference, line in lines.items():
+        if "median_s" in line:
+            colour = LINE_COLOURS.get(reference, "#999999")
+            axis.axhline(line["median_s"], linestyle="--", color=colour, label=reference)
+            axis.axhspan(line["p25_s"], line["p75_s"], color=colour, alpha=0.12)
+    if values and all(isinstance(value, (int, float)) and value > 0 for value in values):
+        axis.set_xscale("log")
+        axis.set_xticks(values, [str(value) for value in values])
+        axis.minorticks_off()
+    axis.set_xlabel(param)
+    axis.set_ylabel("seconds per step (median; bars and bands: p25 to p75)")
+    axis.yaxis.grid(True)
+    axis.legend(fontsize=8)
+    axis.set_title(title, fontsize=9)
+    if notes:
+        figure.text(0.01, 0.01, "\n".join(notes), fontsize=7, va="bottom", wrap=True)
+        figure.subplots_adjust(bottom=0.22 + 0.05 * len(notes))
+    write_atomic(path, lambda tmp: figure.savefig(tmp, format="png", dpi=110, bbox_inches="tight"))
+    plt.close(figure)

@@ -1,0 +1,54 @@
+"""`resnet50`: seed 001's timing of torchvision's ResNet-50 on random images, whole, cut in two, and pipelined.
+
+Batches of random 3 x image_size x image_size images with random classes among num_classes, MSE against
+one-hot targets, SGD; a run (an epoch) is num_batches batches, and the seed's `repeats` are epochs. There is no
+dataset and no accuracy: the data only makes the model work, so the metrics are times, rates and memory.
+"""
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import torch
+from pydantic import Field
+from torch import nn
+
+from parabench.models.resnet50 import SEED_CUT, resnet50_blocks
+from parabench.workloads.contract import TrainSettings, Workload
+from parabench.workloads.random_images import NOT_APPLICABLE, RandomImages
+
+
+class Resnet50Settings(TrainSettings):
+    """The random images' size, the number of classes and how many batches make one timed run."""
+
+    scaling: Literal["strong"]  # seed 001's batch is the whole step's, on any number of devices
+    image_size: Annotated[int, Field(ge=48)]  # at 48 the last stage still sees 2 x 2: BatchNorm trains on 1 image
+    num_classes: Annotated[int, Field(ge=2)]
+    num_batches: Annotated[int, Field(ge=1)]  # batches per run (epoch); seed 001: 3
+
+
+class Resnet50(Workload):
+    """Seed 001's experiment: how long ResNet-50 takes to train on one device, cut over two, and pipelined."""
+
+    name = "resnet50"
+    dataset = None
+    settings_model = Resnet50Settings
+    primary_metric = None
+
+    def build_model(self, settings: Resnet50Settings) -> nn.Sequential:
+        return resnet50_blocks(settings.num_classes)
+
+    def unit_shape(self, settings: Resnet50Settings) -> tuple[int, ...]:
+        return (3, settings.image_size, settings.image_size)
+
+    def documented_cut(self, settings: Resnet50Settings) -> tuple[int, ...]:
+        return SEED_CUT
+
+    def labels(self, settings: Resnet50Settings) -> dict[str, str]:
+        return {"accuracy": NOT_APPLICABLE}
+
+    def optimizer(self, groups: list[dict], settings: Resnet50Settings) -> torch.optim.Optimizer:
+        return torch.optim.SGD(groups)
+
+    def open(self, prepared: Path | None, settings: Resnet50Settings) -> RandomImages:
+        return RandomImages.draw(settings.num_batches * settings.batch_size, self.unit_shape(settings),
+                                 settings.num_classes, settings.seed)

@@ -1,0 +1,109 @@
+"""The resnet50 workload (seed 001): torchvision's ResNet-50 as six blocks, its cuts in every balance mode, the cut
+model equal to the whole one, and random data that is seeded, scored by MSE on one-hot targets and never scored
+for accuracy.
+
+Equivalence tolerance: float32 outputs and gradients within rtol 1e-4, atol 1e-5 (BatchNorm in evaluation mode;
+the cut model runs the very same modules, so only the order of float sums may differ).
+"""
+
+import pytest
+import torch
+from pydantic import ValidationError
+from torch.nn import functional as F
+from torchvision.models import resnet50
+
+from parabench.errors import ConfigError
+from parabench.models.resnet50 import SEED_CUT, resnet50_blocks
+from parabench.strategies.model_parallel import StagedModel
+from parabench.strategies.partition import choose_cut, cut
+from parabench.workloads.random_images import NOT_APPLICABLE, RandomImages
+from parabench.workloads.resnet50 import Resnet50, Resnet50Settings
+
+SIZE, CLASSES, RTOL, ATOL = 48, 10, 1e-4, 1e-5
+BLOCKS = ["stem", "layer1", "layer2", "layer3", "layer4", "head"]
+
+
+def settings(**changes) -> Resnet50Settings:
+    values = dict(epochs=1, batch_size=4, lr=0.001, scaling="strong", warmup_steps=0, seed=0, image_size=SIZE,
+                  num_classes=CLASSES, num_batches=2)
+    return Resnet50Settings(**{**values, **changes})
+
+
+def test_the_blocks_are_torchvisions_resnet50_whole():
+    torch.manual_seed(0)
+    blocks = resnet50_blocks(CLASSES).eval()
+    torch.manual_seed(0)
+    reference = resnet50(num_classes=CLASSES).eval()
+    assert [name for name, _ in blocks.named_children()] == BLOCKS
+    assert sum(p.numel() for p in blocks.parameters()) == sum(p.numel() for p in reference.parameters())
+    images = torch.randn(2, 3, SIZE, SIZE)
+    with torch.no_grad():
+        torch.testing.assert_close(blocks(images), reference(images), rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("balance", ["time", "parameters", "seed"])
+def test_every_balance_mode_covers_every_block_once(balance):
+    model = resnet50_blocks(CLASSES)
+    chosen = choose_cut(model, balance, 2, torch.rand(2, 3, SIZE, SIZE), SEED_CUT)
+    stages = cut(model, chosen.sizes)
+    names = [name for stage in stages for name, _ in stage.named_children()]
+    assert names == BLOCKS and len(stages) == 2
+    assert chosen.balance == balance and sum(chosen.stage_time_share) == pytest.approx(1)
+    assert min(chosen.stage_time_share) > 0
+    if balance == "seed":
+        assert [[name for name, _ in stage.named_children()] for stage in stages] == [BLOCKS[:3], BLOCKS[3:]]
+
+
+def test_the_seed_cut_needs_a_documented_cut_for_as_many_stages():
+    model, sample = resnet50_blocks(CLASSES), torch.rand(2, 3, SIZE, SIZE)
+    with pytest.raises(ConfigError, match=r"partition.balance: 'seed'.*no cut; set partition.balance"):
+        choose_cut(model, "seed", 2, sample, None)
+    with pytest.raises(ConfigError, match=r"hardware.devices asks for 3 stages; set hardware.devices to 2"):
+        choose_cut(model, "seed", 3, sample, SEED_CUT)
+
+
+def test_the_cut_model_equals_the_whole_one():
+    torch.manual_seed(0)
+    whole = resnet50_blocks(CLASSES).eval()
+    split = StagedModel(resnet50_blocks(CLASSES), [torch.device("cpu")] * 2, list(SEED_CUT)).eval()
+    split.model.load_state_dict(whole.state_dict())
+    images = torch.randn(3, 3, SIZE, SIZE)
+    targets = F.one_hot(torch.tensor([1, 2, 3]), CLASSES).float()
+    outputs = []
+    for model in (whole, split):
+        output = model(images)
+        F.mse_loss(output, targets).backward()
+        outputs.append(output.detach())
+    torch.testing.assert_close(outputs[1], outputs[0], rtol=RTOL, atol=ATOL)
+    for (name, mine), theirs in zip(split.model.named_parameters(), whole.parameters(), strict=True):
+        torch.testing.assert_close(mine.grad, theirs.grad, rtol=RTOL, atol=ATOL, msg=name)
+
+
+def test_random_images_are_seeded_and_scored_by_mse_on_one_hot_targets():
+    data = Resnet50().open(None, settings())
+    again = Resnet50().open(None, settings())
+    other = Resnet50().open(None, settings(seed=1))
+    assert data.train_units == 8 and data.images.shape == (8, 3, SIZE, SIZE)
+    assert torch.equal(data.images, again.images) and torch.equal(data.classes, again.classes)
+    assert not torch.equal(data.images, other.images)
+    batch = data.train_batch(0, torch.tensor([5, 2]))
+    assert torch.equal(batch.inputs, data.images[[5, 2]])
+    outputs = torch.zeros(2, CLASSES)
+    assert data.loss(outputs, batch.targets).item() == pytest.approx(1 / CLASSES)
+    assert data.tally(outputs, batch.targets) == {} and data.evaluate(resnet50_blocks(CLASSES), "test", "cpu") == {}
+    assert data.data_origin.startswith("synthetic: 8 random normal 3x48x48 images")
+
+
+def test_the_workload_says_accuracy_does_not_apply_and_has_no_dataset():
+    workload = Resnet50()
+    assert workload.dataset is None and workload.primary_metric is None
+    assert workload.labels(settings()) == {"accuracy": NOT_APPLICABLE}
+    assert workload.documented_cut(settings()) == SEED_CUT
+    assert isinstance(RandomImages.draw(2, (3, SIZE, SIZE), CLASSES, 0), RandomImages)
+
+
+def test_weak_scaling_and_tiny_images_are_refused():
+    with pytest.raises(ValidationError, match="scaling"):
+        settings(scaling="weak")
+    with pytest.raises(ValidationError, match="image_size"):
+        settings(image_size=32)

@@ -1,0 +1,95 @@
+"""Sweeps: params validation, the cells a sweep times, and what it writes (a CSV and metrics per curve, the figure,
+the results): the fastest value picked, compared with single, model_parallel and the curve's largest value.
+(tests/test_pipeline_e2e.py runs both default sweeps through DVC and re-runs one when its values change.)"""
+
+import json
+
+import pandas as pd
+import pytest
+
+from parabench.config import load_params
+from parabench.engine.sweep import SweepPoint, sweep_cells
+from parabench.errors import ConfigError
+from parabench.report.sweep import write_sweep
+
+PARAM = "pipeline.split_sizes.resnet50"
+
+
+def ran(median: float, p25: float, p75: float, details: dict | None = None) -> dict:
+    """A cell's figures as summarize_cells gives them (only what the sweep reads)."""
+    return {"status": "ran", "unit": "sample", "rate": 24 / median, "strategy_details": details or {},
+            "step_time_s": {"median": median, "p25": p25, "p75": p75}}
+
+
+def test_the_default_sweeps_time_every_value_per_curve_beside_the_references(base_params, write_params):
+    params = load_params(write_params(base_params))
+    sweep = params.sweeps["split_size_distributed"]
+    points = sweep_cells(sweep, "quick")
+    values = sweep.values["quick"]
+    assert [point for point, _ in points[:2]] == [SweepPoint("single"), SweepPoint("model_parallel")]
+    assert [(point.curve, point.value) for point, _ in points[2:]] == [
+        (curve, value) for curve in sweep.curves for value in values]
+    assert set(sweep.curves) == {"gpipe", "1f1b"}
+    cell = points[2][1]
+    assert (cell.workload, cell.strategy) == ("resnet50", "pipeline")
+    assert dict(cell.overrides) == {PARAM: values[0], "pipeline.engine": "distributed",
+                                    "pipeline.schedule": points[2][0].curve}
+    assert len({cell.label for _, cell in points}) == len(points), "every cell has its own label"
+
+
+def test_a_sweep_needs_values_for_the_scale(base_params, write_params):
+    del base_params["sweeps"]["split_size"]["values"]["quick"]
+    with pytest.raises(ConfigError, match=r"sweeps.split_size.values has no list for scale 'quick'"):
+        load_params(write_params(base_params))
+
+
+def test_sweeping_a_shadowed_split_size_is_refused(base_params, write_params):
+    base_params["sweeps"]["split_size"]["param"] = "pipeline.split_size"
+    with pytest.raises(ConfigError, match=r"pipeline.split_sizes.resnet50 entry takes precedence; sweep "):
+        load_params(write_params(base_params))
+
+
+def test_a_curve_name_must_make_a_file_name(base_params, write_params):
+    base_params["sweeps"]["split_size"]["curves"] = {"../x": {}}
+    with pytest.raises(ConfigError, match=r"curve name '../x' becomes a file name"):
+        load_params(write_params(base_params))
+
+
+def test_a_sweep_writes_each_curve_and_picks_its_fastest_value(base_params, write_params, tmp_path, monkeypatch):
+    sweep = load_params(write_params(base_params)).sweeps["split_size_distributed"]
+    points = [SweepPoint("single"), SweepPoint("model_parallel"),
+              *(SweepPoint(curve, value) for curve in ("gpipe", "1f1b") for value in (1, 4, 12, 24))]
+    distributed = {"engine": "distributed", "devices_virtual": True}
+    results = [ran(2.0, 1.9, 2.1), {"status": "skipped", "reason": "needs 2 devices\nmore"},
+               ran(5.0, 4.0, 6.0, distributed), ran(1.0, 0.9, 1.2, distributed), ran(1.5, 1.4, 1.6, distributed),
+               ran(3.0, 2.9, 3.1, distributed),
+               ran(4.0, 3.0, 5.0, distributed), {"status": "skipped", "reason": "1f1b needs micro-batches"},
+               ran(0.8, 0.7, 0.9, distributed), ran(1.6, 1.5, 1.7, distributed)]
+    monkeypatch.chdir(tmp_path)
+    write_sweep("toy", sweep, "quick", points, results)
+
+    gpipe = pd.read_csv(tmp_path / "plots/sweep/toy/gpipe.csv")
+    assert list(gpipe.columns) == ["value", "median_s", "p25_s", "p75_s", "samples_per_s"]
+    assert gpipe["value"].tolist() == [1, 4, 12, 24] and gpipe["median_s"].tolist() == [5.0, 1.0, 1.5, 3.0]
+    assert pd.read_csv(tmp_path / "plots/sweep/toy/1f1b.csv")["value"].tolist() == [1, 12, 24]
+    metrics = json.loads((tmp_path / "metrics/sweep/toy/gpipe.json").read_text())
+    assert metrics == {"best_value": 4, "speedup": 2.0, "speedup_vs_largest_value": 3.0}
+    assert json.loads((tmp_path / "metrics/sweep/toy/1f1b.json").read_text())["best_value"] == 12
+    full = json.loads((tmp_path / "results/sweep/toy.json").read_text())
+    assert full["curves"]["gpipe"]["speedup_vs_model_parallel"] is None
+    assert full["reference_lines"]["model_parallel"] == {"skipped": "needs 2 devices\nmore"}
+    assert full["skipped"] == ["model_parallel pipeline.split_sizes.resnet50=None skipped: needs 2 devices",
+                               "1f1b pipeline.split_sizes.resnet50=4 skipped: 1f1b needs micro-batches"]
+    assert "note" not in full["curves"]["gpipe"], "a distributed curve can overlap its stages"
+    assert (tmp_path / "plots/figures/sweep-toy.png").stat().st_size > 10_000
+
+
+def test_an_inprocess_curve_on_the_cpu_says_its_stages_cannot_overlap(base_params, write_params, tmp_path,
+                                                                       monkeypatch):
+    sweep = load_params(write_params(base_params)).sweeps["split_size"]
+    inprocess = {"engine": "inprocess", "devices_virtual": True}
+    monkeypatch.chdir(tmp_path)
+    write_sweep("toy", sweep, "quick", [SweepPoint("single"), SweepPoint("inprocess", 2)],
+                [ran(1.0, 0.9, 1.1), ran(2.0, 1.9, 2.1, inprocess)])
+    curve = json.loads((tmp_path / "results/sweep/toy.json").read_text())["curves"]["inprocess"]
+    assert "cannot overlap" in curve["note"] and curve["speedup"] == 0.5
