@@ -12,7 +12,7 @@ from parabench.paths import benchmark_metrics_dir, results_file, speedup_metrics
 from parabench.workloads import WORKLOADS
 
 WHERE = """Files: metrics/ (what `dvc metrics show` and `dvc exp show` compare), results/ (every figure with its
-environment, load and per-rank memory), plots/ (`dvc plots show`; plots/figures holds the benchmark charts),
+environment, load and per-rank memory), plots/ (`dvc plots show`; plots/figures holds the benchmark and sweep charts),
 models/ (trained weights)."""
 
 
@@ -78,6 +78,18 @@ def input_rows() -> list[dict]:
     return rows
 
 
+def sweep_rows() -> list[dict]:
+    """One row per sweep curve: its fastest value and how it compares (full tables: results/sweep/)."""
+    rows = []
+    for path in sorted(Path("results/sweep").glob("*.json")):
+        for curve, figures in read_json(path)["curves"].items():
+            rows.append({"sweep": path.stem, "curve": curve, "best_value": figures["best_value"],
+                         "s_per_step": figures["best_median_s"], "vs_single": figures["speedup"],
+                         "vs_model_parallel": figures["speedup_vs_model_parallel"],
+                         "vs_largest_value": figures["speedup_vs_largest_value"]})
+    return rows
+
+
 def main() -> None:
     """Print both tables, rounded, then where the files are."""
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.precision", 3):
@@ -89,6 +101,8 @@ def main() -> None:
         print("\nInput path, one process: the workload's transform (decode, normalise, augment) alone against a "
               "whole training step; headroom below 1 would starve training:")
         print(pd.DataFrame(input_rows()).to_string(index=False))
+        print("\nSweeps: each curve's fastest value (> 1: faster than that; plots/figures/sweep-*.png has the curves):")
+        print(pd.DataFrame(sweep_rows()).to_string(index=False))
     print("\n" + WHERE)
 
 
