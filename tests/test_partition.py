@@ -8,7 +8,7 @@ from torch import nn
 
 from parabench.errors import ConfigError
 from parabench.models.resnet import d2l_resnet18
-from parabench.strategies.partition import balance_by_parameters, balance_by_time, cut, split_costs
+from parabench.strategies.partition import balance_by_parameters, choose_cut, cut, split_costs
 
 
 def make_model() -> nn.Sequential:
@@ -69,13 +69,13 @@ def test_more_stages_than_blocks_names_hardware_devices():
     with pytest.raises(ConfigError, match=r"6 blocks but hardware.devices asks for 8 stages; lower hardware.devices"):
         balance_by_parameters(make_model(), 8)
     with pytest.raises(ConfigError, match="hardware.devices"):
-        balance_by_time(make_model(), torch.rand(2, 1, 12, 12), 8)
+        choose_cut(make_model(), "time", 8, torch.rand(2, 1, 12, 12))
 
 
 def test_balance_by_time_leaves_the_model_untouched():
     model = make_model()
     before = {name: value.clone() for name, value in model.state_dict().items()}
-    sizes = balance_by_time(model, torch.rand(4, 1, 12, 12), 3)
+    sizes = choose_cut(model, "time", 3, torch.rand(4, 1, 12, 12)).sizes
     assert sum(sizes) == 6 and len(sizes) == 3 and min(sizes) >= 1
     assert all(p.grad is None for p in model.parameters())
     for name, value in model.state_dict().items():

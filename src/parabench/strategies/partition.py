@@ -94,12 +94,6 @@ def _forward_backward_seconds(block: nn.Module, inputs: Tensor) -> float:
     return time.perf_counter() - started
 
 
-def balance_by_time(model: nn.Sequential, sample_inputs: Tensor, n: int) -> list[int]:
-    """Blocks per stage such that the slowest stage's forward+backward time on the sample is smallest."""
-    require_blocks(model, n)
-    return split_costs(block_times(model, sample_inputs), n)
-
-
 @dataclass(frozen=True)
 class StageCut:
     """Blocks per stage, how they were chosen, and each stage's share of the measured forward+backward time."""
@@ -131,7 +125,8 @@ def check_documented_cut(documented: Sequence[int] | None, stages: int, blocks: 
 
 def choose_cut(model: nn.Sequential, balance: str, stages: int, sample_inputs: Tensor,
                documented: Sequence[int] | None = None) -> StageCut:
-    """Cut by `balance` (time | parameters | seed) into `stages` stages, timing every block on the sample."""
+    """Cut by `balance` into `stages` stages, timing every block on the sample: `time` makes the slowest stage's
+    forward+backward time smallest, `parameters` the largest stage's parameter count, `seed` is the documented cut."""
     require_blocks(model, stages)
     times = block_times(model, sample_inputs)
     if balance == "time":
