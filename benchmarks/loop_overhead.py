@@ -36,7 +36,8 @@ from parabench.runtime.hardware import Hardware, resolve
 from parabench.runtime.process import start
 from parabench.workloads import WorkloadData
 
-CPU_HARDWARE = Hardware(accelerator="cpu", devices=1, nodes=1, threads="auto", backend="auto", max_restarts=0)
+CPU_HARDWARE = Hardware(accelerator="cpu", devices=1, nodes=1, threads="auto", backend="auto", max_restarts=0,
+                        oversubscribe=False)
 
 
 def parabench_plan(batch: int, width: int) -> RunPlan:

@@ -132,11 +132,13 @@ def test_more_stages_than_blocks(base_params, write_params):
         check_all(load_params(write_params(base_params)))
 
 
-def test_split_size_larger_than_the_batch(base_params, write_params):
-    base_params["strategy"] = "pipeline"
-    base_params["pipeline"]["split_size"] = 1000
-    with pytest.raises(ConfigError, match=r"pipeline\.split_size: 1000 is larger than the global batch of 128"):
-        check_all(load_params(write_params(base_params)))
+@pytest.mark.parametrize("strategy", ["pipeline", "single"])
+def test_split_size_larger_than_the_batch_whatever_the_strategy(base_params, write_params, strategy):
+    base_params["strategy"] = strategy
+    base_params["pipeline"]["split_size"] = 100000
+    with pytest.raises(ConfigError, match=r"pipeline\.split_size: 100000 is larger than "
+                                          r"scales\.fashion_mnist\.quick\.batch_size: 128"):
+        load_params(write_params(base_params))
 
 
 def test_split_size_below_one(base_params, write_params):
@@ -156,3 +158,52 @@ def test_benchmark_lists_each_strategy_once(base_params, write_params):
     base_params["benchmark"]["strategies"] = ["single", "ddp", "single"]
     with pytest.raises(ConfigError, match=r"benchmark\.strategies: .*lists a strategy twice"):
         load_params(write_params(base_params))
+
+
+def test_a_misspelt_top_level_key_names_the_one_meant(base_params, write_params):
+    base_params["stratgy"] = base_params.pop("strategy")
+    with pytest.raises(ConfigError) as err:
+        load_params(write_params(base_params))
+    assert "stratgy: unknown key (value 'ddp'); did you mean 'strategy'?" in str(err.value)
+    assert "strategy: missing" in str(err.value)
+
+
+def test_a_misspelt_key_beside_the_real_one_is_refused(base_params, write_params):
+    base_params["hardware"]["devics"] = 4
+    with pytest.raises(ConfigError, match=r"hardware\.devics: unknown key \(value 4\); did you mean 'devices'\? "
+                                          r"valid keys here: accelerator, devices, "):
+        load_params(write_params(base_params))
+
+
+@pytest.mark.parametrize(("key", "value", "expected"), [
+    ("batch_size", True, r"batch_size: True \(bool\) is not a whole number"),
+    ("lr", True, r"lr: True \(bool\) is not a number"),
+    ("lr", float("inf"), r"lr: inf and nan are not valid values"),
+    ("lr", float("nan"), r"lr: inf and nan are not valid values"),
+    ("epochs", 2.5, r"epochs: 2\.5 \(float\) is not a whole number"),
+])
+def test_types_are_strict(base_params, write_params, key, value, expected):
+    base_params["scales"]["fashion_mnist"]["quick"][key] = value
+    with pytest.raises(ConfigError, match=rf"scales\.fashion_mnist\.quick\.{expected}"):
+        load_params(write_params(base_params))
+
+
+def test_a_training_subset_smaller_than_a_batch_is_refused_up_front(base_params, write_params):
+    base_params["scales"]["fashion_mnist"]["quick"].update(train_subset=100, batch_size=128)
+    with pytest.raises(ConfigError, match=r"train_subset: 100 is smaller than batch_size: 128"):
+        load_params(write_params(base_params))
+
+
+def test_more_processes_than_cores_needs_an_explicit_override(base_params, write_params):
+    cores = resolve(load_params(write_params(base_params)).hardware).cores
+    base_params["strategy"] = "ddp"
+    base_params["hardware"].update(accelerator="cpu", devices=cores * 32)
+    base_params["scales"]["fashion_mnist"]["quick"]["batch_size"] = cores * 32 * 4
+    base_params["scales"]["hotdog"]["quick"]["batch_size"] = cores * 32
+    base_params["scales"]["resnet50"]["quick"]["batch_size"] = cores * 32
+    base_params["scales"]["miniimagenet"]["quick"]["batch_size"] = cores * 32
+    with pytest.raises(ConfigError, match=rf"strategy=ddp start {cores * 32} worker processes on this node's "
+                                          rf"{cores} CPU cores.*hardware\.oversubscribe: true"):
+        check_all(load_params(write_params(base_params)))
+    base_params["hardware"]["oversubscribe"] = True
+    check_all(load_params(write_params(base_params)))

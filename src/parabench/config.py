@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from parabench.data.registry import DATASETS
 from parabench.data.source import DataSource
 from parabench.errors import ConfigError
+from parabench.params_problems import explain, non_finite_keys
 from parabench.runtime.hardware import Hardware
 from parabench.strategies import STRATEGIES
 from parabench.strategies.options import PartitionOptions, PipelineOptions
@@ -148,10 +149,14 @@ def read_raw_params(path: Path = PARAMS_FILE) -> dict[str, Any]:
 
 def validate_params(raw: dict[str, Any], where: str) -> Params:
     """Validate plain params values; `where` names their origin (the file, plus any overrides) in errors."""
+    infinite = non_finite_keys(raw)
+    if infinite:
+        raise ConfigError(f"{where}: {', '.join(infinite)}: inf and nan are not valid values for any setting; "
+                          "write a finite number.")
     try:
-        params = Params.model_validate(raw)
+        params = Params.model_validate(raw, strict=True)  # strict: YAML's true is not 1, 1.5 is not a whole number
     except ValidationError as err:
-        raise ConfigError(_explain(where, err)) from None
+        raise ConfigError(explain(where, err, Params)) from None
     _check_cross_fields(where, params)
     return params
 
@@ -171,27 +176,6 @@ def with_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str, 
     return changed
 
 
-def _explain(path: str, err: ValidationError) -> str:
-    lines = [f"{path} is invalid ({err.error_count()} problem{'s' if err.error_count() > 1 else ''}):"]
-    for problem in err.errors():
-        key = ".".join(str(part) for part in problem["loc"])
-        lines.append(f"  - {key}: {_describe(problem)}")
-    lines.append(f"Fix {path} (or the -S override you passed to `dvc exp run`) and run again.")
-    return "\n".join(lines)
-
-
-def _describe(problem: dict[str, Any]) -> str:
-    kind, given = problem["type"], problem.get("input")
-    if kind == "missing":
-        return "missing; this key is required (see the README's params.yaml section)"
-    if kind == "extra_forbidden":
-        return f"unknown key (value {given!r}); remove it or check its spelling"
-    if kind in ("literal_error", "enum"):
-        expected = problem.get("ctx", {}).get("expected", "")
-        return f"{given!r} is not valid; choose one of: {expected}"
-    return f"{given!r}: {problem['msg'].removeprefix('Value error, ')}"
-
-
 def _check_cross_fields(path: str, params: Params) -> None:
     for workload in WORKLOADS:
         by_scale = getattr(params.scales, workload)
@@ -199,6 +183,16 @@ def _check_cross_fields(path: str, params: Params) -> None:
             raise ConfigError(
                 f"{path}: scale: {params.scale!r} is not defined for workload {workload!r}; "
                 f"choose one of: {', '.join(sorted(by_scale))} (keys of scales.{workload})."
+            )
+        split_size, batch_size = params.pipeline.for_workload(workload).split_size, params.settings(workload).batch_size
+        if split_size > batch_size:
+            own = workload in params.pipeline.split_sizes
+            key = f"pipeline.split_sizes.{workload}" if own else "pipeline.split_size"
+            raise ConfigError(
+                f"{path}: {key}: {split_size} is larger than scales.{workload}.{params.scale}.batch_size: "
+                f"{batch_size}, "
+                f"so a micro-batch could never be filled (checked whatever the strategy, so that a later "
+                f"`-S strategy=pipeline` does not fail); set {key} to at most {batch_size}."
             )
     for name, sweep in params.sweeps.items():
         if params.scale not in sweep.values:

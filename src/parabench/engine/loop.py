@@ -14,6 +14,7 @@ from parabench.engine.plan import RunPlan
 from parabench.engine.timing import StepClock
 from parabench.engine.train_pass import PassTotals, train_pass
 from parabench.engine.trainer import build_trainer
+from parabench.errors import ConfigError
 from parabench.runtime import load
 from parabench.runtime.collectives import broadcast_object, gather_objects
 from parabench.runtime.process import Process
@@ -54,6 +55,12 @@ def evaluate_state(plan: RunPlan, data: WorkloadData, state: dict[str, Tensor], 
 def fit(plan: RunPlan, process: Process, data: WorkloadData, checkpoint_path: Path) -> TrainResult:
     """Train for the planned epochs (resuming from a matching checkpoint), scoring after each epoch."""
     settings = plan.settings
+    steps = steps_per_epoch(data.train_units, plan.global_batch)
+    if steps == 0:
+        raise ConfigError(
+            f"scales.{plan.workload_name}.{plan.scale}: the training data holds {data.train_units} units, fewer than "
+            f"one global batch of {plan.global_batch}; lower batch_size (or use scaling: strong) or train on more data."
+        )
     run_id = checkpoint.fingerprint(checkpoint.run_description(plan))
     saved = checkpoint.load(checkpoint_path, run_id, process)
     trainer = build_trainer(plan, process, saved["model"] if saved else None)
@@ -64,7 +71,6 @@ def fit(plan: RunPlan, process: Process, data: WorkloadData, checkpoint_path: Pa
     history: list[dict[str, float]] = saved["history"] if saved else []
     clock = StepClock(process.device, settings.warmup_steps, kept=saved["durations"] if saved else None)
     shard_index, shard_count = shard_of(plan, trainer.parallel, process)
-    steps = steps_per_epoch(data.train_units, plan.global_batch)
     state: dict[str, Tensor] | None = None  # full_state_dict() may return {} off rank 0
     for epoch in range(len(history), settings.epochs):
         trainer.parallel.module.train()

@@ -147,8 +147,16 @@ def make_plan(params: Params, workload_name: str, role: Role, strategy_name: str
                 "replica)."
             )
     strategy.check(setup, global_batch)
-    return RunPlan(role=role, workload_name=workload_name, strategy_name=strategy.name, scale=params.scale,
+    plan = RunPlan(role=role, workload_name=workload_name, strategy_name=strategy.name, scale=params.scale,
                    settings=settings, setup=setup, replicas=replicas, global_batch=global_batch, lr=lr, copies=copies)
+    if machine.accelerator == "cpu" and plan.processes_per_node > machine.cores and not params.hardware.oversubscribe:
+        raise ConfigError(
+            f"{PARAMS_FILE}: hardware.devices: {machine.devices} makes {STRATEGY_KEYS[role]}={strategy.name} start "
+            f"{plan.processes_per_node} worker processes on this node's {machine.cores} CPU cores: each would get a "
+            f"fraction of a core and the timings would measure contention; set hardware.devices to at most "
+            f"{machine.cores}, or hardware.oversubscribe: true to run anyway."
+        )
+    return plan
 
 
 def check_all(params: Params) -> None:

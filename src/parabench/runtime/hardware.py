@@ -29,6 +29,7 @@ class Hardware(BaseModel):
     threads: AutoOrPositiveInt
     backend: Literal["auto", "gloo", "nccl"]
     max_restarts: Annotated[int, Field(ge=0)]
+    oversubscribe: bool  # allow more worker processes per node than CPU cores
 
 
 class Machine(BaseModel):

@@ -4,7 +4,7 @@ from pathlib import Path
 from typing import Annotated
 
 import torch
-from pydantic import Field
+from pydantic import Field, model_validator
 from torch import Tensor, nn
 
 from parabench.batch import Batch
@@ -25,6 +25,15 @@ class FashionMnistSettings(TrainSettings):
     train_subset: Annotated[int, Field(ge=1)] | None
     eval_batch_size: Annotated[int, Field(ge=1)]
     width: Annotated[int, Field(ge=1)]  # channels of the first ResNet stage (64 in the seeds)
+
+    @model_validator(mode="after")
+    def _subset_holds_a_batch(self) -> "FashionMnistSettings":
+        if self.train_subset is not None and self.train_subset < self.batch_size:
+            raise ValueError(
+                f"train_subset: {self.train_subset} is smaller than batch_size: {self.batch_size}, so an epoch "
+                f"holds no full batch; raise train_subset to at least {self.batch_size} or lower batch_size"
+            )
+        return self
 
 
 def to_inputs(images: Tensor) -> Tensor:

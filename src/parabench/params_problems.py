@@ -1,0 +1,72 @@
+"""Turn what is wrong with params.yaml into words: the key, the value, the valid choices, the fix."""
+
+import difflib
+import math
+from typing import Annotated, Any, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+
+
+def non_finite_keys(raw: Any, prefix: str = "") -> list[str]:
+    """Dotted keys whose value is inf or nan: no setting of the project takes one (YAML's .inf, .nan)."""
+    if isinstance(raw, dict):
+        return [key for name, value in raw.items() for key in non_finite_keys(value, f"{prefix}{name}.")]
+    if isinstance(raw, list):
+        return [key for index, value in enumerate(raw) for key in non_finite_keys(value, f"{prefix}{index}.")]
+    return [prefix.removesuffix(".")] if isinstance(raw, float) and not math.isfinite(raw) else []
+
+
+def keys_at(model: type[BaseModel], location: tuple[Any, ...]) -> list[str]:
+    """The keys a schema section accepts, for the section that holds `location`'s last key."""
+    annotation: Any = model
+    for part in location[:-1]:
+        annotation = _unwrapped(annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel) and part in annotation.model_fields:
+            annotation = annotation.model_fields[part].annotation
+        elif get_origin(annotation) is dict:
+            annotation = get_args(annotation)[1]
+        else:
+            return []
+    annotation = _unwrapped(annotation)
+    return list(annotation.model_fields) if isinstance(annotation, type) and issubclass(annotation, BaseModel) else []
+
+
+def _unwrapped(annotation: Any) -> Any:
+    while get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    return annotation
+
+
+def explain(where: str, err: ValidationError, model: type[BaseModel]) -> str:
+    """Every problem pydantic found, one line each, then the fix."""
+    count = err.error_count()
+    lines = [f"{where} is invalid ({count} problem{'s' if count > 1 else ''}):"]
+    for problem in err.errors():
+        key = ".".join(str(part) for part in problem["loc"])
+        lines.append(f"  - {key}: {describe(problem, model)}")
+    lines.append(f"Fix {where} (or the -S override you passed to `dvc exp run`) and run again.")
+    return "\n".join(lines)
+
+
+def describe(problem: dict[str, Any], model: type[BaseModel]) -> str:
+    """One problem in words."""
+    kind, given = problem["type"], problem.get("input")
+    if kind == "missing":
+        return "missing; this key is required (see the README's params.yaml section)"
+    if kind == "extra_forbidden":
+        return _unknown_key(str(problem["loc"][-1]), given, keys_at(model, tuple(problem["loc"])))
+    if kind in ("literal_error", "enum"):
+        expected = problem.get("ctx", {}).get("expected", "")
+        return f"{given!r} is not valid; choose one of: {expected}"
+    if kind in ("int_type", "float_type", "bool_type", "string_type", "list_type", "dict_type"):
+        wanted = {"int_type": "a whole number", "float_type": "a number", "bool_type": "true or false",
+                  "string_type": "a string", "list_type": "a list", "dict_type": "a mapping"}[kind]
+        return f"{given!r} ({type(given).__name__}) is not {wanted}; write {wanted} (a boolean is not a number)"
+    return f"{given!r}: {problem['msg'].removeprefix('Value error, ')}"
+
+
+def _unknown_key(name: str, given: Any, valid: list[str]) -> str:
+    nearest = difflib.get_close_matches(name, valid, n=1, cutoff=0.6)
+    hint = f"did you mean {nearest[0]!r}? " if nearest else ""
+    choices = f"valid keys here: {', '.join(valid)}" if valid else "remove it"
+    return f"unknown key (value {given!r}); {hint}{choices}"
