@@ -5,7 +5,6 @@ import argparse
 from parabench.cli import stage_main
 from parabench.config import load_params
 from parabench.data.registry import DATASETS
-from parabench.engine.plan import check_all
 from parabench.paths import raw_dir
 
 
@@ -14,7 +13,6 @@ def main() -> None:
     parser.add_argument("dataset", choices=sorted(DATASETS))
     args = parser.parse_args()
     params = load_params()
-    check_all(params)
     DATASETS[args.dataset].download(raw_dir(args.dataset), params.data_source(args.dataset))
 
 

@@ -84,6 +84,12 @@ def make_project(tmp_path: Path) -> Path:
 
 
 def run(project: Path, *command: str) -> str:
+    done = attempt(project, *command)
+    assert done.returncode == 0, f"{' '.join(command)} failed:\n{done.stdout}\n{done.stderr}"
+    return done.stdout + done.stderr
+
+
+def attempt(project: Path, *command: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "PARABENCH_DATA_MIRROR"}
     env.update(
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}", PYTHONPATH=str(project / "src"),
@@ -91,9 +97,28 @@ def run(project: Path, *command: str) -> str:
         GIT_AUTHOR_NAME="test", GIT_AUTHOR_EMAIL="test@example.invalid",
         GIT_COMMITTER_NAME="test", GIT_COMMITTER_EMAIL="test@example.invalid",
     )
-    done = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, f"{' '.join(command)} failed:\n{done.stdout}\n{done.stderr}"
-    return done.stdout + done.stderr
+    return subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=600)
+
+
+def outputs_of(project: Path) -> dict[str, bytes]:
+    """Every metric, result and model file the pipeline wrote."""
+    return {str(path.relative_to(project)): path.read_bytes() for folder in ("metrics", "results", "models", "plots")
+            for path in sorted((project / folder).rglob("*")) if path.is_file()}
+
+
+def breaks_before_any_stage(project: Path, edit, expected: str) -> None:
+    """`dvc repro` with params.yaml edited stops at the check stage with `expected`, and every output stays."""
+    good = (project / "params.yaml").read_text()
+    broken = yaml.safe_load(good)
+    edit(broken)
+    (project / "params.yaml").write_text(yaml.safe_dump(broken, sort_keys=False))
+    before = outputs_of(project)
+    done = attempt(project, "dvc", "repro")
+    (project / "params.yaml").write_text(good)
+    assert done.returncode != 0 and expected in done.stdout + done.stderr, done.stdout + done.stderr
+    assert stages_run(done.stdout + done.stderr) == {"check"}
+    after = outputs_of(project)
+    assert after == before, "nothing the user had is lost"
 
 
 def stages_run(output: str) -> set[str]:
@@ -102,7 +127,8 @@ def stages_run(output: str) -> set[str]:
 
 def test_every_timing_stage_depends_on_the_machine():
     stages = yaml.safe_load((PROJECT_ROOT / "dvc.yaml").read_text())["stages"]
-    assert stages["environment"]["always_changed"] is True
+    assert stages["check"]["always_changed"] is True
+    assert {"results/environment.json": {"persist": True}} in stages["check"]["outs"]
     for name in ("train", "reference", "benchmark"):
         assert "results/environment.json" in stages[name]["do"]["deps"], name
 
@@ -119,7 +145,7 @@ def test_repro_then_experiment(tmp_path):
     run(project, "git", "commit", "-qm", "project")
 
     first = run(project, "dvc", "repro")
-    assert stages_run(first) == {"environment", *SWEEPS} | stages_of(
+    assert stages_run(first) == {"check", *SWEEPS} | stages_of(
         "train", "reference", "evaluate", "benchmark", "speedup") | {
         f"{kind}@{dataset}" for kind in ("download", "prepare") for dataset in SCORED}, "resnet50 has no data stages"
     shown = run(project, "dvc", "metrics", "show")
@@ -141,13 +167,21 @@ def test_repro_then_experiment(tmp_path):
     assert unmeasured.splitlines()[0].split() == ["Path"], \
         f"a fresh clone shows no number it did not measure itself:\n{unmeasured}"
 
+    # A bad params.yaml stops at the check stage, before DVC removes any output; a misspelt key beside the real
+    # one stops it too, although every stage is cached and DVC itself does not read that key.
+    breaks_before_any_stage(project, lambda p: p["hardware"].update(devics=4), "did you mean 'devices'?")
+    breaks_before_any_stage(project, lambda p: p.update(stratgy=p.pop("strategy")), "did you mean 'strategy'?")
+    breaks_before_any_stage(project, lambda p: p["hardware"].update(devices=0), "hardware.devices")
+    breaks_before_any_stage(project, lambda p: p.update(strategy="dp"), "'dp'")
+    breaks_before_any_stage(project, lambda p: p.update(scale="huge"), "scale: 'huge' is not defined")
+
     experiment = run(project, "dvc", "exp", "run", "-S", "strategy=allreduce")
-    assert stages_run(experiment) == {"environment"} | stages_of("train", "evaluate", "speedup")
+    assert stages_run(experiment) == {"check"} | stages_of("train", "evaluate", "speedup")
     for workload in WORKLOADS:
         record = json.loads((project / f"results/train/{workload}.json").read_text())
-        assert (record["strategy"], record["processes"], record["environment"]["backend"]) == ("allreduce", 2, "gloo")
+        assert (record["strategy"], record["processes"], record["check"]["backend"]) == ("allreduce", 2, "gloo")
         assert set(record["peak_memory_mb"]) == {"rank0", "rank1"}
-        assert record["environment"]["cpu_capability"] and record["environment"]["cpu_model"]
+        assert record["check"]["cpu_capability"] and record["check"]["cpu_model"]
         compared = json.loads((project / f"metrics/speedup/{workload}.json").read_text())
         assert (compared["strategy"], compared["reference"]) == ("allreduce", "single")
         assert compared["speedup"] > 0 and compared["data_origin"]
@@ -176,7 +210,7 @@ def test_repro_then_experiment(tmp_path):
 
     # A sweep re-runs when its own values change, and nothing else does.
     resweep = run(project, "dvc", "exp", "run", "-S", "sweeps.split_size.values.tiny=[4]")
-    assert stages_run(resweep) == {"environment", "sweep@split_size"}
+    assert stages_run(resweep) == {"check", "sweep@split_size"}
     swept = json.loads((project / "metrics/sweep/split_size/inprocess.json").read_text())
     assert swept["best_value"] == 4 and swept["speedup"] > 0 and swept["speedup_vs_largest_value"] == 1
 

@@ -11,6 +11,11 @@ def raw_dir(dataset: str) -> Path:
     return Path("data/raw") / dataset
 
 
+def source_record_file(dataset: str) -> Path:
+    """What the download stage of a dataset reads (its params section and any local folder's fingerprint)."""
+    return Path("results/sources") / f"{dataset}.json"
+
+
 def prepared_dir(dataset: str) -> Path:
     """Decoded arrays of a dataset."""
     return Path("data/prepared") / dataset

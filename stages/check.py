@@ -1,0 +1,13 @@
+"""Stage check: the head of the pipeline, run at every `dvc repro` (always_changed), before any other stage.
+
+It validates params.yaml and plans every run, so a bad value stops the pipeline before DVC removes any stage's
+outputs; then it writes the machine's identity (CPU model and vector ISA, cores, GPUs, torch: the timing stages
+depend on it, so on another machine they re-run) and each dataset's source record (a local folder's fingerprint:
+the download stage re-runs when the folder's files change).
+"""
+
+from parabench.cli import stage_main
+from parabench.engine.preflight import preflight
+
+if __name__ == "__main__":
+    stage_main(preflight)
