@@ -4,16 +4,25 @@ import gzip
 import hashlib
 import json
 import socket
+import struct
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from parabench.data.fashion_mnist import CLASS_NAMES, FILES, MIRROR_FOLDER, download, load_prepared, prepare
+from parabench.data.fashion_mnist import (
+    CLASS_NAMES,
+    FILES,
+    MAX_IDX_BYTES,
+    MIRROR_FOLDER,
+    download,
+    load_prepared,
+    prepare,
+)
 from parabench.data.fetch import RemoteFile, mirror_root
 from parabench.data.idx import read_idx, write_idx
 from parabench.data.origin import ORIGIN_FILE, read_origin
-from parabench.errors import DataError
+from parabench.errors import DataError, DownloadError
 
 
 @pytest.fixture
@@ -51,7 +60,7 @@ def source_folder(tmp_path: Path, arrays: dict[str, np.ndarray]) -> Path:
 @pytest.mark.parametrize("name", ["a-idx3-ubyte", "a-idx3-ubyte.gz"])
 def test_idx_round_trip(tmp_path: Path, arrays: dict[str, np.ndarray], name: str) -> None:
     write_idx(tmp_path / name, arrays["train_images"])
-    np.testing.assert_array_equal(read_idx(tmp_path / name), arrays["train_images"])
+    np.testing.assert_array_equal(read_idx(tmp_path / name, MAX_IDX_BYTES), arrays["train_images"])
 
 
 def test_write_idx_gzip_is_reproducible(tmp_path: Path, arrays: dict[str, np.ndarray]) -> None:
@@ -70,16 +79,32 @@ def test_idx_truncated_file_is_named(tmp_path: Path, arrays: dict[str, np.ndarra
     path = _plain_idx(tmp_path, arrays)
     path.write_bytes(path.read_bytes()[:-1])
     with pytest.raises(DataError, match="truncated") as raised:
-        read_idx(path)
+        read_idx(path, MAX_IDX_BYTES)
     assert str(path) in str(raised.value)
 
 
 def test_idx_trailing_bytes_are_named(tmp_path: Path, arrays: dict[str, np.ndarray]) -> None:
     path = _plain_idx(tmp_path, arrays)
     path.write_bytes(path.read_bytes() + b"\0\0")
-    with pytest.raises(DataError, match="2 trailing bytes") as raised:
-        read_idx(path)
+    with pytest.raises(DataError, match="trailing bytes") as raised:
+        read_idx(path, MAX_IDX_BYTES)
     assert str(path) in str(raised.value)
+
+
+def test_idx_that_decompresses_without_bound_is_refused_unread(tmp_path: Path) -> None:
+    """A header declaring more than the dataset holds stops at once; a small header over endless data stops one
+    byte past what it declared. Either way memory stays bounded by the dataset's known size."""
+    declared_huge = tmp_path / "huge-idx3-ubyte.gz"
+    declared_huge.write_bytes(gzip.compress(bytes([0, 0, 8, 3]) + struct.pack(">3I", 10**6, 28, 28)))
+    with pytest.raises(DataError, match=r"declares shape \(1000000, 28, 28\).*refused before decompressing"):
+        read_idx(declared_huge, MAX_IDX_BYTES)
+    endless = tmp_path / "endless-idx1-ubyte.gz"
+    with gzip.open(endless, "wb") as out:
+        out.write(bytes([0, 0, 8, 1]) + struct.pack(">I", 10))
+        for _ in range(64):
+            out.write(bytes(2**20))  # 64 MiB of zeros, about 64 KiB compressed
+    with pytest.raises(DataError, match="trailing bytes after the 10 bytes"):
+        read_idx(endless, MAX_IDX_BYTES)
 
 
 @pytest.mark.parametrize(
@@ -94,7 +119,7 @@ def test_idx_bad_header_is_named(
     data[offset] = value
     path.write_bytes(bytes(data))
     with pytest.raises(DataError, match=expected) as raised:
-        read_idx(path)
+        read_idx(path, MAX_IDX_BYTES)
     assert str(path) in str(raised.value)
 
 
@@ -104,7 +129,7 @@ def test_idx_corrupt_gzip_is_named(tmp_path: Path, arrays: dict[str, np.ndarray]
     write_idx(path, arrays["train_images"])
     path.write_bytes(corrupt(path.read_bytes()))
     with pytest.raises(DataError, match="gzip") as raised:
-        read_idx(path)
+        read_idx(path, MAX_IDX_BYTES)
     assert str(path) in str(raised.value)
 
 
@@ -197,11 +222,19 @@ def test_mirror_root_reads_the_environment(tmp_path: Path, monkeypatch: pytest.M
     assert mirror_root() is None
     monkeypatch.setenv("PARABENCH_DATA_MIRROR", "")
     assert mirror_root() is None
+    (tmp_path / "abs").mkdir()
     monkeypatch.setenv("PARABENCH_DATA_MIRROR", str(tmp_path / "abs"))
     assert mirror_root() == tmp_path / "abs"
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "rel" / "data").mkdir(parents=True)
     monkeypatch.setenv("PARABENCH_DATA_MIRROR", "rel/data")
     assert mirror_root() == tmp_path / "rel" / "data"
+
+
+def test_a_mirror_variable_naming_no_folder_stops_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PARABENCH_DATA_MIRROR", str(tmp_path / "typo"))
+    with pytest.raises(DownloadError, match=rf"PARABENCH_DATA_MIRROR={tmp_path / 'typo'} does not exist"):
+        mirror_root()
 
 
 # --- prepare -----------------------------------------------------------------------------------------

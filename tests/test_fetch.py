@@ -6,6 +6,7 @@ import io
 import shutil
 import socket
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -213,9 +214,31 @@ def test_all_sources_failing_lists_each_source_and_the_hint(
     with pytest.raises(DownloadError) as raised:
         fetch(_remote(sha, missing_url, closed_port_url), dest_dir, mirror_dir, hint=hint, **FAST)
     message = str(raised.value)
-    for expected in (str(mirror_dir / NAME), missing_url, "404", closed_port_url, "3 attempts", hint):
+    for expected in (str(mirror_dir / NAME), missing_url, "404", closed_port_url, "Connection refused",
+                     "not retried", hint):
         assert expected in message
     assert list(dest_dir.iterdir()) == []
+
+
+def test_a_failure_that_cannot_heal_is_not_retried(sha: str, dest_dir: Path, closed_port_url: str) -> None:
+    """A refused connection fails at once: with 4 retries 10 s apart, a retry would take 10 s or more."""
+    unresolvable = "http://no-such-host.invalid/" + NAME
+    started = time.monotonic()
+    with pytest.raises(DownloadError) as raised:
+        fetch(_remote(sha, closed_port_url, unresolvable), dest_dir, None, retries=4, backoff_s=10.0, timeout_s=5.0)
+    assert time.monotonic() - started < 10.0
+    assert str(raised.value).count("not retried") == 2, "refused, and no such host"
+
+
+def test_a_part_file_left_by_an_interrupted_run_is_continued(
+    server: FileServer, gz_body: bytes, sha: str, dest_dir: Path
+) -> None:
+    server.routes["/" + NAME] = Route(gz_body)
+    dest_dir.mkdir()
+    (dest_dir / f".{NAME}.part").write_bytes(gz_body[:100])  # what Ctrl-C left
+    fetch(_remote(sha, server.url("/" + NAME)), dest_dir, None, **FAST)
+    assert (dest_dir / NAME).read_bytes() == gz_body
+    assert server.requests_for("/" + NAME) == ["bytes=100-"]
 
 
 # --- unpinned files: trust on first use ---------------------------------------------------------------

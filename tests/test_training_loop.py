@@ -10,6 +10,7 @@ from parabench.engine.loop import fit
 from parabench.engine.timing import StepClock
 from parabench.engine.train_pass import train_pass
 from parabench.engine.trainer import build_trainer
+from parabench.errors import ParabenchError
 from tests.setups import CPU_PROCESS, cpu_setup, separable_data, tiny_plan
 
 
@@ -93,3 +94,43 @@ def test_train_pass_is_the_hand_written_loop_with_its_totals():
     assert totals.loss == pytest.approx(loss_sum, rel=1e-6)
     for ours, hand in zip(trainer.parallel.module.parameters(), model.parameters()):
         torch.testing.assert_close(ours, hand, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not a checkpoint"])
+def test_an_unreadable_checkpoint_is_set_aside_and_training_starts_over(tmp_path, damage, caplog):
+    path = tmp_path / "ckpt.pt"
+    straight = fit(tiny_plan(epochs=1), CPU_PROCESS, separable_data(), tmp_path / "straight.pt")
+    fit(tiny_plan(epochs=1), CPU_PROCESS, separable_data(), path)
+    if damage == "truncated":
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    else:
+        torch.save([1, 2, 3], path)
+    damaged = path.read_bytes()
+    with caplog.at_level("WARNING", logger="parabench.checkpoint"):
+        rerun = fit(tiny_plan(epochs=1), CPU_PROCESS, separable_data(), path)
+    assert rerun.resumed_after_epoch == 0
+    assert f"checkpoint {path} is unreadable" in caplog.text and "starts from scratch" in caplog.text
+    assert (tmp_path / "ckpt.pt.corrupt").read_bytes() == damaged, "kept for a look, under another name"
+    for name, value in straight.state_dict.items():
+        torch.testing.assert_close(rerun.state_dict[name], value, rtol=0, atol=0)
+
+
+def test_a_checkpoint_write_that_fails_half_way_keeps_the_previous_one(tmp_path, monkeypatch):
+    path = tmp_path / "ckpt.pt"
+    fit(tiny_plan(epochs=1), CPU_PROCESS, separable_data(), path)
+    before = path.read_bytes()
+    real_save = torch.save
+
+    def disk_full(state, target):
+        real_save(state, target)
+        with open(target, "r+b") as half:
+            half.truncate(100)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", disk_full)
+    with pytest.raises(ParabenchError, match=r"checkpoint of epoch 2 .*No space left on device; the previous "
+                                             r"checkpoint is intact"):
+        fit(tiny_plan(epochs=2), CPU_PROCESS, separable_data(), path)
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.pt"]
+    monkeypatch.setattr(torch, "save", real_save)
+    assert fit(tiny_plan(epochs=2), CPU_PROCESS, separable_data(), path).resumed_after_epoch == 1

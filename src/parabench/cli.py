@@ -1,4 +1,5 @@
-"""How every stage script starts: logging set up, user errors printed as one clear message, exit 2."""
+"""How every stage script starts: logging set up, user errors printed as one clear message (exit 2), Ctrl-C as one
+line (exit 130, the shell's code for SIGINT)."""
 
 import logging
 import sys
@@ -8,10 +9,18 @@ from parabench.errors import ParabenchError
 
 
 def stage_main(main: Callable[[], None]) -> None:
-    """Run a stage's `main`; a ParabenchError becomes `error: ...` on stderr and exit status 2."""
+    """Run a stage's `main`; a ParabenchError becomes `error: ...` on stderr and exit status 2.
+
+    Every file a stage writes is written atomically (a temporary name, then a rename) and downloads verify their
+    checksum before the rename, so an interrupted stage leaves nothing that passes for a finished output.
+    """
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         main()
     except ParabenchError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
+    except KeyboardInterrupt:
+        print(f"interrupted: {' '.join(sys.argv)}; run again to resume (downloads continue where they stopped, "
+              "training from its last epoch checkpoint).", file=sys.stderr)
+        sys.exit(130)

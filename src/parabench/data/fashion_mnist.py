@@ -20,6 +20,7 @@ CLASS_NAMES = [
 ]  # fmt: skip
 SPLITS = ("train", "test")
 OFFICIAL_COUNTS = {"train": 60_000, "test": 10_000}
+MAX_IDX_BYTES = sum(OFFICIAL_COUNTS.values()) * IMAGE_SHAPE[0] * IMAGE_SHAPE[1]  # no file holds more than all images
 OFFICIAL_URL = "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"
 GITHUB_URL = "https://github.com/zalandoresearch/fashion-mnist/raw/master/data/fashion/"
 
@@ -86,7 +87,7 @@ def prepare(raw_dir: Path, out_dir: Path) -> None:
     missing = [FILES[role].name for role, path in paths.items() if path is None]
     if missing:
         raise DataError(f"{raw_dir} lacks {', '.join(missing)}; run `dvc repro download@fashion_mnist` first")
-    arrays = {role: read_idx(path) for role, path in paths.items()}
+    arrays = {role: read_idx(path, MAX_IDX_BYTES) for role, path in paths.items()}
     for split in SPLITS:
         _check_split(arrays, paths, split)
     for role, array in arrays.items():
@@ -146,7 +147,7 @@ def _copy_local_folder(folder: Path, dest_dir: Path, files: dict[str, RemoteFile
     bad = []
     for path in found.values():
         try:
-            read_idx(path)
+            read_idx(path, MAX_IDX_BYTES)
         except DataError as error:
             bad.append(str(error))
     if bad:

@@ -13,6 +13,7 @@ import logging
 import os
 import re
 import shutil
+import socket
 import time
 import urllib.error
 import urllib.request
@@ -94,11 +95,18 @@ TRANSIENT_ERRORS = (
 
 
 def mirror_root() -> Path | None:
-    """The local mirror folder named by PARABENCH_DATA_MIRROR, or None when it is unset or empty."""
+    """The local mirror folder named by PARABENCH_DATA_MIRROR, or None when it is unset or empty; one that does not
+    exist is an error at once, not a miss per file."""
     value = os.environ.get(MIRROR_ENV, "").strip()
     if not value:
         return None
-    return Path.cwd() / Path(value).expanduser()
+    folder = Path.cwd() / Path(value).expanduser()
+    if not folder.is_dir():
+        raise DownloadError(
+            f"{MIRROR_ENV}={value} does not exist (or is not a folder; resolved to {folder}); point it at the "
+            f"mirror folder, or unset it to download from the official URLs."
+        )
+    return folder
 
 
 def content_sha256(path: Path) -> str:
@@ -297,13 +305,20 @@ def _download_with_retries(
     backoff_s: float,
     timeout_s: float,
 ) -> None:
-    """Fill the part file with the body of `url`, resuming with HTTP Range after transient failures."""
-    part.unlink(missing_ok=True)
+    """Fill the part file with the body of `url`, resuming with HTTP Range after transient failures (and after an
+    interrupted earlier run: its part file is continued, and verified like any other before it is accepted).
+    A failure that cannot heal by waiting (no such host, connection refused) is not retried."""
     logger.info("downloading %s", url)
     for attempt in range(retries + 1):
         try:
             _download_once(url, part, timeout_s)
             return
+        except urllib.error.URLError as error:
+            if isinstance(error.reason, (socket.gaierror, ConnectionRefusedError)):
+                raise _SourceFailed(f"{error.reason} (not retried: waiting does not fix it)") from error
+            if attempt == retries:
+                raise _SourceFailed(f"gave up after {retries + 1} attempts, last error: {error}") from error
+            _wait_before_retry(url, error, attempt, retries, backoff_s)
         except _RangeNotSatisfiable:
             if _is_verified(part, remote, expected):
                 return
@@ -312,10 +327,15 @@ def _download_with_retries(
         except TRANSIENT_ERRORS as error:
             if attempt == retries:
                 raise _SourceFailed(f"gave up after {retries + 1} attempts, last error: {error}") from error
-            delay_s = backoff_s * 2**attempt
-            logger.warning("%s failed (%s); retry %d of %d in %.2g s", url, error, attempt + 1, retries, delay_s)
-            time.sleep(delay_s)
+            _wait_before_retry(url, error, attempt, retries, backoff_s)
     raise _SourceFailed(f"refused to resume {retries + 1} times")
+
+
+def _wait_before_retry(url: str, error: Exception, attempt: int, retries: int, backoff_s: float) -> None:
+    """Exponential back-off before the next attempt."""
+    delay_s = backoff_s * 2**attempt
+    logger.warning("%s failed (%s); retry %d of %d in %.2g s", url, error, attempt + 1, retries, delay_s)
+    time.sleep(delay_s)
 
 
 def _download_once(url: str, part: Path, timeout_s: float) -> None:

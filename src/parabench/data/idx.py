@@ -5,6 +5,7 @@ import math
 import struct
 import zlib
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -15,28 +16,38 @@ UINT8_TYPE_CODE = 0x08
 MAX_DIMS = 4
 
 
-def read_idx(path: Path) -> np.ndarray:
-    """Read an unsigned-byte IDX file, checking its header against its size."""
-    data = _read_bytes(path)
-    if len(data) < 4:
-        raise DataError(f"{path} is truncated: {len(data)} bytes, shorter than the 4-byte IDX magic number")
-    if data[0:2] != b"\0\0":
-        raise DataError(f"{path} is not an IDX file: its magic number starts with {data[0:2].hex()}, not 0000")
-    type_code, ndim = data[2], data[3]
-    if type_code != UINT8_TYPE_CODE:
-        raise DataError(f"{path} has IDX type code 0x{type_code:02x}; only 0x08 (unsigned byte) is supported")
-    if not 1 <= ndim <= MAX_DIMS:
-        raise DataError(f"{path} declares {ndim} dimensions; expected 1 to {MAX_DIMS}")
-    header_size = 4 + 4 * ndim
-    if len(data) < header_size:
-        raise DataError(f"{path} is truncated inside its header ({len(data)} of {header_size} bytes)")
-    dims = struct.unpack(f">{ndim}I", data[4:header_size])
-    expected, actual = math.prod(dims), len(data) - header_size
-    if actual < expected:
-        raise DataError(f"{path} is truncated: shape {dims} needs {expected} data bytes, found {actual}")
-    if actual > expected:
-        raise DataError(f"{path} has {actual - expected} trailing bytes after the {expected} bytes of shape {dims}")
-    return np.frombuffer(data, dtype=np.uint8, offset=header_size).reshape(dims).copy()
+def read_idx(path: Path, max_data_bytes: int) -> np.ndarray:
+    """Read an unsigned-byte IDX file, checking its header against its size.
+
+    The file is read as a stream, never past what its header declares (plus one byte, to detect trailing data),
+    and a header declaring more than `max_data_bytes` (the dataset's known size) is refused before reading on: a
+    gzip file that decompresses without bound costs no memory.
+    """
+    with _opened(path) as stream:
+        head = _read_up_to(path, stream, 4)
+        if len(head) < 4:
+            raise DataError(f"{path} is truncated: {len(head)} bytes, shorter than the 4-byte IDX magic number")
+        if head[0:2] != b"\0\0":
+            raise DataError(f"{path} is not an IDX file: its magic number starts with {head[0:2].hex()}, not 0000")
+        type_code, ndim = head[2], head[3]
+        if type_code != UINT8_TYPE_CODE:
+            raise DataError(f"{path} has IDX type code 0x{type_code:02x}; only 0x08 (unsigned byte) is supported")
+        if not 1 <= ndim <= MAX_DIMS:
+            raise DataError(f"{path} declares {ndim} dimensions; expected 1 to {MAX_DIMS}")
+        shape_bytes = _read_up_to(path, stream, 4 * ndim)
+        if len(shape_bytes) < 4 * ndim:
+            raise DataError(f"{path} is truncated inside its header ({4 + len(shape_bytes)} of {4 + 4 * ndim} bytes)")
+        dims = struct.unpack(f">{ndim}I", shape_bytes)
+        expected = math.prod(dims)
+        if expected > max_data_bytes:
+            raise DataError(f"{path} declares shape {dims} ({expected:,} bytes), more than this dataset's "
+                            f"{max_data_bytes:,}; it is not the file expected (refused before decompressing it)")
+        data = _read_up_to(path, stream, expected + 1)
+    if len(data) < expected:
+        raise DataError(f"{path} is truncated: shape {dims} needs {expected} data bytes, found {len(data)}")
+    if len(data) > expected:
+        raise DataError(f"{path} has trailing bytes after the {expected} bytes of shape {dims}")
+    return np.frombuffer(data, dtype=np.uint8).reshape(dims).copy()
 
 
 def write_idx(path: Path, array: np.ndarray) -> None:
@@ -50,14 +61,17 @@ def write_idx(path: Path, array: np.ndarray) -> None:
     write_atomic(path, lambda tmp: tmp.write_bytes(data))
 
 
-def _read_bytes(path: Path) -> bytes:
-    """The file's bytes, decompressed when its name ends in .gz."""
+def _opened(path: Path) -> BinaryIO:
+    """The file as a byte stream, decompressed when its name ends in .gz."""
     try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rb") as stream:
-                return stream.read()
-        return path.read_bytes()
+        return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")  # type: ignore[return-value]
     except FileNotFoundError as error:
         raise DataError(f"{path} does not exist") from error
+
+
+def _read_up_to(path: Path, stream: BinaryIO, size: int) -> bytes:
+    """At most `size` bytes of the stream; a broken gzip stream is a DataError naming the file."""
+    try:
+        return stream.read(size)
     except (EOFError, gzip.BadGzipFile, zlib.error) as error:
         raise DataError(f"{path} is not a valid gzip file: {error}") from error

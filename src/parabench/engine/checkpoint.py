@@ -3,12 +3,16 @@
 import hashlib
 import json
 import logging
+import os
+import pickle
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from parabench.engine.plan import RunPlan
+from parabench.errors import ParabenchError
 from parabench.io import write_atomic
 from parabench.runtime.collectives import broadcast_object
 from parabench.runtime.process import Process
@@ -38,19 +42,48 @@ def fingerprint(description: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(description, sort_keys=True).encode()).hexdigest()[:16]
 
 
+UNREADABLE = (RuntimeError, EOFError, ValueError, KeyError, pickle.UnpicklingError, zipfile.BadZipFile)
+
+
 def save(path: Path, state: dict[str, Any]) -> None:
-    """Write a checkpoint atomically (main process only): tensors, numbers, strings, lists and dicts only."""
-    write_atomic(path, lambda tmp: torch.save(state, tmp))
+    """Write a checkpoint atomically (main process only): tensors, numbers, strings, lists and dicts only.
+
+    A write that fails half-way (a full disk) leaves the previous checkpoint as it was, and says so."""
+    try:
+        write_atomic(path, lambda tmp: torch.save(state, tmp))
+    except OSError as err:
+        kept = "the previous checkpoint is intact" if path.exists() else "no earlier checkpoint exists"
+        raise ParabenchError(
+            f"could not write the checkpoint of epoch {state['epoch']} to {path}: {err}; {kept}. Free space (or fix "
+            "the folder's permissions) and run again: training resumes from the last checkpoint written."
+        ) from err
 
 
 def load(path: Path, expected_fingerprint: str, process: Process) -> dict[str, Any] | None:
     """The checkpoint of this very run if there is one (read by rank 0 as plain data, shared with every rank)."""
     state = None
     if process.is_main and path.exists():
-        candidate = torch.load(path, map_location="cpu", weights_only=True)
-        if candidate.get("fingerprint") == expected_fingerprint:
+        candidate = _read_or_set_aside(path)
+        if candidate is None:
+            pass
+        elif candidate.get("fingerprint") == expected_fingerprint:
             state = candidate
             log.info("resuming from %s after epoch %d", path, candidate["epoch"])
         else:
             log.info("ignoring %s: it belongs to a run with other settings", path)
     return broadcast_object(state)  # type: ignore[return-value]
+
+
+def _read_or_set_aside(path: Path) -> dict[str, Any] | None:
+    """The checkpoint's contents, or None after moving an unreadable one (truncated, corrupt) to PATH.corrupt."""
+    try:
+        candidate = torch.load(path, map_location="cpu", weights_only=True)
+        if not isinstance(candidate, dict):
+            raise ValueError(f"holds a {type(candidate).__name__}, not a checkpoint")
+        return candidate
+    except UNREADABLE as err:
+        aside = path.with_name(path.name + ".corrupt")
+        os.replace(path, aside)
+        log.warning("checkpoint %s is unreadable (%s: %s); moved it to %s and training starts from scratch",
+                    path, type(err).__name__, str(err).splitlines()[0] if str(err) else "", aside)
+        return None
