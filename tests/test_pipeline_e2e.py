@@ -179,9 +179,9 @@ def test_repro_then_experiment(tmp_path):
     assert stages_run(experiment) == {"check"} | stages_of("train", "evaluate", "speedup")
     for workload in WORKLOADS:
         record = json.loads((project / f"results/train/{workload}.json").read_text())
-        assert (record["strategy"], record["processes"], record["check"]["backend"]) == ("allreduce", 2, "gloo")
+        assert (record["strategy"], record["processes"], record["environment"]["backend"]) == ("allreduce", 2, "gloo")
         assert set(record["peak_memory_mb"]) == {"rank0", "rank1"}
-        assert record["check"]["cpu_capability"] and record["check"]["cpu_model"]
+        assert record["environment"]["cpu_capability"] and record["environment"]["cpu_model"]
         compared = json.loads((project / f"metrics/speedup/{workload}.json").read_text())
         assert (compared["strategy"], compared["reference"]) == ("allreduce", "single")
         assert compared["speedup"] > 0 and compared["data_origin"]
