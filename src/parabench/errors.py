@@ -17,5 +17,9 @@ class DownloadError(DataError):
     """No source could deliver a verified copy of a file."""
 
 
+class RunStopped(ParabenchError):
+    """A run stopped part-way (a lost peer, a failed step); the message says which rank, where, and why."""
+
+
 class StrategyUnavailable(ParabenchError):
     """A strategy cannot run on the hardware at hand."""

@@ -20,7 +20,7 @@ def run_plan_workers(plan: RunPlan, what: str, worker_args: list[str] | None = N
         processes = plan.processes_per_node if plan.distributed else None
         command = worker_command(WORKER_MODULE, [str(plan_file), *(worker_args or [])], processes,
                                  plan.machine.max_restarts)
-        run_workers(command, plan.threads, what)
+        run_workers(command, plan.threads, what, plan.machine.max_restarts)
 
 
 def train(plan: RunPlan) -> None:

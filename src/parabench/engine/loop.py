@@ -12,9 +12,9 @@ from parabench.engine import checkpoint
 from parabench.engine.batches import epoch_batches, steps_per_epoch
 from parabench.engine.plan import RunPlan
 from parabench.engine.timing import StepClock
-from parabench.engine.train_pass import PassTotals, train_pass
+from parabench.engine.train_pass import PassTotals, StepFailed, train_pass
 from parabench.engine.trainer import build_trainer
-from parabench.errors import ConfigError
+from parabench.errors import ConfigError, RunStopped
 from parabench.runtime import load
 from parabench.runtime.collectives import broadcast_object, gather_objects
 from parabench.runtime.process import Process
@@ -76,11 +76,15 @@ def fit(plan: RunPlan, process: Process, data: WorkloadData, checkpoint_path: Pa
         trainer.parallel.module.train()
         kept_before = len(clock.durations)
         started = load.mark()
-        totals = train_pass(
-            trainer, data, epoch_batches(data, plan.global_batch, shard_index, shard_count, settings.seed, epoch),
-            steps, clock,
-            progress=f"epoch {epoch + 1}/{settings.epochs}" if process.is_main else None,
-        )
+        try:
+            totals = train_pass(
+                trainer, data, epoch_batches(data, plan.global_batch, shard_index, shard_count, settings.seed, epoch),
+                steps, clock,
+                progress=f"epoch {epoch + 1}/{settings.epochs}" if process.is_main else None,
+            )
+        except StepFailed as failed:
+            raise RunStopped(f"rank {process.rank} stopped at epoch {epoch + 1} {failed}; the last checkpoint "
+                             f"holds epoch {epoch} of {settings.epochs}") from failed.error
         machine_load = load.job_other_cpu_share(started, load.mark())
         totals = PassTotals.combine(gather_objects(totals))  # type: ignore[arg-type]
         state = trainer.parallel.full_state_dict()

@@ -12,6 +12,7 @@ from parabench.io import write_atomic, write_json
 from parabench.paths import model_file, results_file, train_curve_file
 from parabench.runtime.environment import describe
 from parabench.runtime.load import CONTENDED_SHARE, load_average
+from parabench.runtime.process import restart_count
 from parabench.workloads import WorkloadData
 
 NOT_SCORES = ("epoch", "step_time_s", "other_cpu_share")
@@ -47,6 +48,7 @@ def run_record(plan: RunPlan, data: WorkloadData, result: TrainResult, step_dura
         "contended": busiest is not None and busiest > CONTENDED_SHARE,
         "load_average_1m": load_average(),
         "resumed_after_epoch": result.resumed_after_epoch,
+        "restarts": restart_count(),
         "strategy_details": result.strategy_details,
         "environment": describe(plan.machine, plan.processes, plan.threads, plan.distributed),
     }

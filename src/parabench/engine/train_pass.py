@@ -13,6 +13,15 @@ from parabench.engine.trainer import Trainer, optimizer_step
 from parabench.workloads import WorkloadData
 
 
+class StepFailed(Exception):
+    """A training step raised: which step of how many, and the error."""
+
+    def __init__(self, step: int, steps: int, error: Exception):
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        super().__init__(f"step {step} of {steps}: {type(error).__name__}: {first_line}")
+        self.step, self.steps, self.error = step, steps, error
+
+
 @dataclass(frozen=True)
 class PassTotals:
     """Sums over the units a process saw outputs for: the loss (times units), each tally, and the units."""
@@ -48,9 +57,13 @@ def train_pass(trainer: Trainer, data: WorkloadData, batches: Iterable[Batch], s
     losses: list[Tensor] = []
     tallies: dict[str, list[Tensor]] = {}
     units = 0
-    for batch in tqdm(batches, total=steps, desc=progress, disable=None if progress else True, leave=False):
-        with clock.step():
-            result, targets = optimizer_step(trainer, data, batch)
+    bar = tqdm(batches, total=steps, desc=progress, disable=None if progress else True, leave=False)
+    for step, batch in enumerate(bar, start=1):
+        try:
+            with clock.step():
+                result, targets = optimizer_step(trainer, data, batch)
+        except Exception as err:  # a lost peer's collective error, an out-of-memory: say at which step
+            raise StepFailed(step, steps, err) from err
         if result.outputs is not None and result.loss is not None:
             targets = targets.to(result.outputs.device, non_blocking=True)
             losses.append(result.loss * len(targets))

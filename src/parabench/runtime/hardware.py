@@ -30,6 +30,7 @@ class Hardware(BaseModel):
     backend: Literal["auto", "gloo", "nccl"]
     max_restarts: Annotated[int, Field(ge=0)]
     oversubscribe: bool  # allow more worker processes per node than CPU cores
+    timeout_s: Annotated[float, Field(gt=0)]  # a collective that waits longer fails: a hung or lost rank
 
 
 class Machine(BaseModel):
@@ -44,6 +45,7 @@ class Machine(BaseModel):
     cores: int
     max_restarts: int
     threads_setting: int | None
+    timeout_s: float = 600.0
 
     def threads_per_process(self, processes_per_node: int) -> int:
         """Threads each process may use: the setting, or this node's cores shared evenly."""
@@ -76,4 +78,5 @@ def resolve(hardware: Hardware) -> Machine:
         cores=usable_cores(),
         max_restarts=hardware.max_restarts,
         threads_setting=None if hardware.threads == "auto" else int(hardware.threads),
+        timeout_s=hardware.timeout_s,
     )

@@ -1,11 +1,15 @@
 """Start N worker processes of a Python module through torchrun, or one plain process, with a thread budget."""
 
+import contextlib
 import logging
 import os
 import re
+import select
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 from parabench.errors import ParabenchError
 
@@ -33,41 +37,83 @@ ROOT_CAUSE = re.compile(
 )
 
 
-def run_workers(command: list[str], threads: int, what: str) -> None:
+STOPPED_AT = re.compile(r"^error: (rank \d+ stopped at .*)$", re.MULTILINE)
+STOP_GRACE_S = 5.0  # once a worker has said it stopped, the others get this long to end before they are killed
+
+
+def run_workers(command: list[str], threads: int, what: str, max_restarts: int = 0) -> None:
     """Run a worker command with `threads` OpenMP threads per process; a failure names what failed, and under
     torchrun which rank on which host failed first.
 
     stderr passes through as it comes (progress bars included) while its tail is kept for torchrun's summary.
+    The workers run in their own session: once one has said it stopped (`error: rank N stopped at ...`, after a
+    lost peer or a collective's timeout) the whole group gets STOP_GRACE_S to end, then is killed, so a hung
+    (stopped, deadlocked) rank costs seconds, not torchrun's 30 s wait per process; not with max_restarts > 0,
+    where torchrun restarts the group itself. Ctrl-C is passed on to them.
     torchrun's own temporary folders (torchelastic_*) go into a folder of ours, removed afterwards.
     """
     log.info("launching: %s", " ".join(command))
     with tempfile.TemporaryDirectory(prefix="parabench-workers-") as scratch:
         env = {**os.environ, "OMP_NUM_THREADS": str(threads), "TMPDIR": scratch}
-        with subprocess.Popen(command, env=env, stderr=subprocess.PIPE) as process:
-            tail = _pass_through(process.stderr.fileno())  # type: ignore[union-attr]
+        with subprocess.Popen(command, env=env, stderr=subprocess.PIPE, start_new_session=True) as process:
+            try:
+                tail, killed = _watch(process, kill_after_stop=max_restarts == 0)
+            except KeyboardInterrupt:
+                _interrupt(process)
+                raise
             status = process.wait()
     if status != 0:
-        raise ParabenchError(failure_message(what, status, tail))
+        raise ParabenchError(failure_message(what, status, tail, killed))
 
 
-def _pass_through(fd: int) -> str:
-    """Copy a pipe to our stderr until it closes; return its last TAIL_CHARS characters."""
-    tail = b""
-    while chunk := os.read(fd, 65536):
-        sys.stderr.buffer.write(chunk)
-        sys.stderr.buffer.flush()
-        tail = (tail + chunk)[-TAIL_CHARS:]
-    return tail.decode(errors="replace")
+def _watch(process: subprocess.Popen[bytes], kill_after_stop: bool) -> tuple[str, bool]:
+    """Copy the workers' stderr to ours until it closes, keeping its tail; kill the group if it outlives a stop
+    by STOP_GRACE_S (when kill_after_stop). Returns the tail and whether the group was killed."""
+    fd = process.stderr.fileno()  # type: ignore[union-attr]
+    tail, stopped_since, killed = b"", None, False
+    while True:
+        if select.select([fd], [], [], 0.5)[0]:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            sys.stderr.buffer.write(chunk)
+            sys.stderr.buffer.flush()
+            tail = (tail + chunk)[-TAIL_CHARS:]
+            if kill_after_stop and stopped_since is None and STOPPED_AT.search(tail.decode(errors="replace")):
+                stopped_since = time.monotonic()
+        if (stopped_since is not None and not killed and process.poll() is None
+                and time.monotonic() - stopped_since > STOP_GRACE_S):
+            os.killpg(process.pid, signal.SIGKILL)
+            killed = True
+    return tail.decode(errors="replace"), killed
 
 
-def failure_message(what: str, status: int, stderr_tail: str) -> str:
-    """Which worker failed first and how (from torchrun's summary when there is one), and what to do."""
+def _interrupt(process: subprocess.Popen[bytes]) -> None:
+    """Pass Ctrl-C on to the workers' session; kill it if it has not ended STOP_GRACE_S later."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGINT)
+        try:
+            process.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def failure_message(what: str, status: int, stderr_tail: str, killed: bool = False) -> str:
+    """Which worker failed first and how (from torchrun's summary when there is one), where the ranks that
+    noticed it stopped (their `error: rank N stopped at ...` lines), and what to do."""
     cause = ROOT_CAUSE.search(stderr_tail)
+    where = "".join(f"\n  {line}" for line in dict.fromkeys(STOPPED_AT.findall(stderr_tail)))
+    if killed:
+        return (
+            f"the worker(s) of {what} stopped:{where}\nThe others were still running {STOP_GRACE_S:.0f} s later (a "
+            "hung or stopped rank: hardware.timeout_s bounds how long a collective waits for it) and were killed. "
+            "Their messages are above. Run again to resume from the last epoch checkpoint."
+        )
     if cause is None:
-        return f"the worker(s) of {what} exited with status {status}; their messages are above."
+        return f"the worker(s) of {what} exited with status {status}{where}; their messages are above."
     how = f"was killed by {cause['signal']}" if cause["signal"] else f"exited with status {cause['exitcode']}"
     return (
         f"the worker(s) of {what} failed: rank {cause['rank']} (local rank {cause['local_rank']}) on host "
-        f"{cause['host']} {how} first, and torchrun stopped the others; its messages are above. Run again to "
-        "resume from the last epoch checkpoint."
+        f"{cause['host']} {how} first, and torchrun stopped the others{where}\nTheir messages are above. Run "
+        "again to resume from the last epoch checkpoint."
     )

@@ -2,6 +2,8 @@
 
 import os
 from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -29,6 +31,11 @@ def launched_by_torchrun() -> bool:
     return "TORCHELASTIC_RUN_ID" in os.environ and "LOCAL_RANK" in os.environ
 
 
+def restart_count() -> int:
+    """How many times torchrun restarted this worker group (hardware.max_restarts); 0 outside torchrun."""
+    return int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+
+
 def start(machine: Machine) -> Process:
     """Join the process group when torchrun launched us; pick this process's device."""
     if not launched_by_torchrun():
@@ -40,8 +47,25 @@ def start(machine: Machine) -> Process:
         torch.cuda.set_device(device)
     else:
         device = torch.device("cpu")
-    dist.init_process_group(backend=machine.backend, device_id=device if device.type == "cuda" else None)
+    timeout = timedelta(seconds=machine.timeout_s)
+    dist.init_process_group(backend=machine.backend, device_id=device if device.type == "cuda" else None,
+                            timeout=timeout, **_store_of_this_attempt(timeout))
     return Process(rank=dist.get_rank(), local_rank=local_rank, world_size=dist.get_world_size(), device=device)
+
+
+def _store_of_this_attempt(timeout: timedelta) -> dict[str, Any]:
+    """After a torchrun restart, a store prefix of this attempt's own (else init_process_group's defaults).
+
+    Workers reach the agent's store directly (TORCHELASTIC_USE_AGENT_STORE), the same store in every attempt, so
+    a restarted group would read the addresses the failed group's ranks published and connect to dead ports.
+    """
+    restarts = restart_count()
+    if restarts == 0 or os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+        return {}
+    agent_store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False,
+                                timeout=timeout)
+    return {"store": dist.PrefixStore(f"parabench/attempt-{restarts}", agent_store),
+            "rank": int(os.environ["RANK"]), "world_size": int(os.environ["WORLD_SIZE"])}
 
 
 def stop() -> None:

@@ -1,0 +1,167 @@
+"""Faults on loopback, through the real train stage (ddp, 2 gloo ranks under torchrun): a killed rank, a hung rank,
+and a restarted worker group; each bounded in time, each named, and every resumed run equal to an uninterrupted one."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from parabench.data.idx import write_idx
+from parabench.runtime.launch import STOP_GRACE_S
+from tests.conftest import PROJECT_ROOT
+from tests.test_pipeline_e2e import TINY_EPISODES, TINY_HOTDOG, TINY_RESNET50, TINY_SCALE, TINY_SWEEP
+
+pytestmark = pytest.mark.slow
+EPOCHS = 3
+TIMEOUT_S = 10  # the hung-rank test's hardware.timeout_s; the others keep 60 s, room for workers to start
+MODEL = Path("models/train/fashion_mnist.pt")
+CHECKPOINT = Path("checkpoints/train/fashion_mnist.pt")
+
+
+def write_idx_folder(folder: Path) -> None:
+    """Fashion-MNIST-shaped idx files: 2,048 training images (64 steps of 32 per epoch, about a second), 64 test."""
+    generator = np.random.default_rng(0)
+    folder.mkdir(parents=True)
+    for prefix, count in (("train", 2048), ("t10k", 64)):
+        write_idx(folder / f"{prefix}-images-idx3-ubyte.gz", generator.integers(0, 256, (count, 28, 28), np.uint8))
+        write_idx(folder / f"{prefix}-labels-idx1-ubyte.gz", generator.integers(0, 10, count, dtype=np.uint8))
+
+
+def stage(project: Path, *args: str, tag: str = "") -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT / "src"), "PARABENCH_TEST_TAG": tag}
+    env.pop("PARABENCH_DATA_MIRROR", None)
+    return subprocess.Popen([sys.executable, str(PROJECT_ROOT / "stages" / args[0]), *args[1:]], cwd=project,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def finished(process: subprocess.Popen[str], limit_s: float = 300) -> tuple[int, str]:
+    output, _ = process.communicate(timeout=limit_s)
+    return process.returncode, output
+
+
+def make_project(folder: Path, max_restarts: int = 0, timeout_s: float = 60) -> Path:
+    """A working folder with params.yaml at a tiny scale (ddp on 2 CPU processes) and Fashion-MNIST prepared."""
+    folder.mkdir()
+    params = yaml.safe_load((PROJECT_ROOT / "params.yaml").read_text())
+    params["scales"]["fashion_mnist"]["tiny"] = {**TINY_SCALE, "epochs": EPOCHS, "width": 8}
+    params["scales"]["miniimagenet"]["tiny"] = TINY_EPISODES
+    params["scales"]["hotdog"]["tiny"] = TINY_HOTDOG
+    params["scales"]["resnet50"]["tiny"] = TINY_RESNET50
+    params["pipeline"]["split_sizes"]["resnet50"] = 2
+    for sweep in params["sweeps"].values():
+        sweep.update(TINY_SWEEP, values={"tiny": [2]})
+    params.update(scale="tiny", strategy="ddp")
+    params["hardware"].update(accelerator="cpu", devices=2, threads=1, max_restarts=max_restarts, timeout_s=timeout_s)
+    params["data"]["fashion_mnist"]["source"] = str(folder / "idx")
+    (folder / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    write_idx_folder(folder / "idx")
+    for name in ("download.py", "prepare.py"):
+        status, output = finished(stage(folder, name, "fashion_mnist"))
+        assert status == 0, output
+    return folder
+
+
+def worker_pid(tag: str, rank: int) -> int | None:
+    """The worker process of rank `rank` started under our tag, if it is running."""
+    for entry in Path("/proc").iterdir():
+        try:
+            environ = dict(item.split("=", 1) for item in (entry / "environ").read_text().split("\0") if "=" in item)
+        except (OSError, ValueError):
+            continue
+        if (environ.get("PARABENCH_TEST_TAG") == tag and environ.get("RANK") == str(rank)
+                and "parabench.engine.worker" in (entry / "cmdline").read_text()):
+            return int(entry.name)
+    return None
+
+
+def hit_rank_after_first_epoch(project: Path, tag: str, signal_number: int) -> float:
+    """Wait for epoch 1's checkpoint, then send the signal to rank 1; return when it was sent."""
+    deadline = time.monotonic() + 120
+    while not (project / CHECKPOINT).exists():
+        assert time.monotonic() < deadline, "no checkpoint within 2 minutes"
+        time.sleep(0.02)
+    pid = worker_pid(tag, rank=1)
+    assert pid is not None, "rank 1 is running"
+    os.kill(pid, signal_number)
+    return time.monotonic()
+
+
+def parameters(project: Path) -> dict[str, torch.Tensor]:
+    return torch.load(project / MODEL, map_location="cpu", weights_only=True)
+
+
+def assert_same_parameters(resumed: dict[str, torch.Tensor], straight: dict[str, torch.Tensor]) -> None:
+    assert resumed.keys() == straight.keys()
+    for name, value in straight.items():
+        torch.testing.assert_close(resumed[name], value, rtol=1e-5, atol=1e-6, msg=name)
+
+
+@pytest.fixture
+def tag() -> Iterator[str]:
+    """A mark in the environment of the workers a test starts; any still running at its end are killed."""
+    mark = uuid.uuid4().hex
+    yield mark
+    for rank in (0, 1):
+        while (pid := worker_pid(mark, rank)) is not None:
+            os.kill(pid, signal.SIGKILL)
+            time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, torch.Tensor]:
+    project = make_project(tmp_path_factory.mktemp("faults") / "straight")
+    status, output = finished(stage(project, "train.py", "fashion_mnist"))
+    assert status == 0, output
+    return parameters(project)
+
+
+def test_a_killed_rank_ends_the_job_named_and_the_rerun_resumes_to_the_same_parameters(tmp_path, tag, uninterrupted):
+    project = make_project(tmp_path / "killed")
+    run = stage(project, "train.py", "fashion_mnist", tag=tag)
+    killed_at = hit_rank_after_first_epoch(project, tag, signal.SIGKILL)
+    status, output = finished(run)
+    ended_after_s = time.monotonic() - killed_at
+    assert status != 0 and ended_after_s < 10, f"ended {ended_after_s:.1f} s after the kill:\n{output}"
+    message = output[output.rindex("error: the worker(s)"):]
+    assert "rank 1 (local rank 1) on host" in message and "was killed by SIGKILL first" in message, message
+    assert "rank 0 stopped at epoch 2 step" in message, "the survivor says where the job was"
+    assert not (project / MODEL).exists() and not (project / "results").exists(), "nothing half-written"
+    status, output = finished(stage(project, "train.py", "fashion_mnist"))
+    assert status == 0, output
+    record = json.loads((project / "results/train/fashion_mnist.json").read_text())
+    assert record["resumed_after_epoch"] == 1 and record["restarts"] == 0
+    assert_same_parameters(parameters(project), uninterrupted)
+
+
+def test_torchrun_restarts_the_group_which_resumes_within_the_same_run(tmp_path, tag, uninterrupted):
+    project = make_project(tmp_path / "restarted", max_restarts=1)
+    run = stage(project, "train.py", "fashion_mnist", tag=tag)
+    hit_rank_after_first_epoch(project, tag, signal.SIGKILL)
+    status, output = finished(run)
+    assert status == 0, output
+    record = json.loads((project / "results/train/fashion_mnist.json").read_text())
+    assert record["restarts"] == 1 and record["resumed_after_epoch"] == 1, "the metrics say a restart happened"
+    assert_same_parameters(parameters(project), uninterrupted)
+
+
+def test_a_hung_rank_is_caught_by_the_timeout_and_named(tmp_path, tag):
+    project = make_project(tmp_path / "hung", timeout_s=TIMEOUT_S)
+    run = stage(project, "train.py", "fashion_mnist", tag=tag)
+    stopped_at = hit_rank_after_first_epoch(project, tag, signal.SIGSTOP)
+    status, output = finished(run, limit_s=120)
+    ended_after_s = time.monotonic() - stopped_at
+    message = output[output.rindex("error: the worker(s)"):]
+    assert status != 0 and "rank 0 stopped at epoch 2 step" in message and "hung or stopped rank" in message, output
+    print(f"hung rank: the job ended {ended_after_s:.1f} s after SIGSTOP (timeout_s {TIMEOUT_S})")
+    assert ended_after_s < TIMEOUT_S + STOP_GRACE_S + 10, "the collective's timeout, then the stop grace, not 30 s"
+    assert worker_pid(tag, rank=1) is None, "the stopped rank was killed, not left behind"
