@@ -3,6 +3,7 @@ and a restarted worker group; each bounded in time, each named, and every resume
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,6 +27,7 @@ EPOCHS = 3
 TIMEOUT_S = 10  # the hung-rank test's hardware.timeout_s; the others keep 60 s, room for workers to start
 MODEL = Path("models/train/fashion_mnist.pt")
 CHECKPOINT = Path("checkpoints/train/fashion_mnist.pt")
+PREPARED = Path("data/prepared/fashion_mnist")
 
 
 def write_idx_folder(folder: Path) -> None:
@@ -49,8 +51,9 @@ def finished(process: subprocess.Popen[str], limit_s: float = 300) -> tuple[int,
     return process.returncode, output
 
 
-def make_project(folder: Path, max_restarts: int = 0, timeout_s: float = 60) -> Path:
-    """A working folder with params.yaml at a tiny scale (ddp on 2 CPU processes) and Fashion-MNIST prepared."""
+def make_project(folder: Path, max_restarts: int = 0, timeout_s: float = 60, prepared: Path | None = None) -> Path:
+    """A working folder with params.yaml at a tiny scale (ddp on 2 CPU processes) and Fashion-MNIST prepared (by
+    its own download and prepare stages, or copied from `prepared`)."""
     folder.mkdir()
     params = yaml.safe_load((PROJECT_ROOT / "params.yaml").read_text())
     params["scales"]["fashion_mnist"]["tiny"] = {**TINY_SCALE, "epochs": EPOCHS, "width": 8}
@@ -65,6 +68,9 @@ def make_project(folder: Path, max_restarts: int = 0, timeout_s: float = 60) -> 
     params["data"]["fashion_mnist"]["source"] = str(folder / "idx")
     (folder / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     write_idx_folder(folder / "idx")
+    if prepared is not None:
+        shutil.copytree(prepared, folder / PREPARED)
+        return folder
     for name in ("download.py", "prepare.py"):
         status, output = finished(stage(folder, name, "fashion_mnist"))
         assert status == 0, output
@@ -118,15 +124,27 @@ def tag() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, torch.Tensor]:
+def straight_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project trained without a fault; its prepared data serves the other tests."""
     project = make_project(tmp_path_factory.mktemp("faults") / "straight")
     status, output = finished(stage(project, "train.py", "fashion_mnist"))
     assert status == 0, output
-    return parameters(project)
+    return project
 
 
-def test_a_killed_rank_ends_the_job_named_and_the_rerun_resumes_to_the_same_parameters(tmp_path, tag, uninterrupted):
-    project = make_project(tmp_path / "killed")
+@pytest.fixture
+def uninterrupted(straight_project: Path) -> dict[str, torch.Tensor]:
+    return parameters(straight_project)
+
+
+@pytest.fixture
+def prepared(straight_project: Path) -> Path:
+    return straight_project / PREPARED
+
+
+def test_a_killed_rank_ends_the_job_named_and_the_rerun_resumes_to_the_same_parameters(tmp_path, tag, uninterrupted,
+                                                                                      prepared):
+    project = make_project(tmp_path / "killed", prepared=prepared)
     run = stage(project, "train.py", "fashion_mnist", tag=tag)
     killed_at = hit_rank_after_first_epoch(project, tag, signal.SIGKILL)
     status, output = finished(run)
@@ -143,8 +161,8 @@ def test_a_killed_rank_ends_the_job_named_and_the_rerun_resumes_to_the_same_para
     assert_same_parameters(parameters(project), uninterrupted)
 
 
-def test_torchrun_restarts_the_group_which_resumes_within_the_same_run(tmp_path, tag, uninterrupted):
-    project = make_project(tmp_path / "restarted", max_restarts=1)
+def test_torchrun_restarts_the_group_which_resumes_within_the_same_run(tmp_path, tag, uninterrupted, prepared):
+    project = make_project(tmp_path / "restarted", max_restarts=1, prepared=prepared)
     run = stage(project, "train.py", "fashion_mnist", tag=tag)
     hit_rank_after_first_epoch(project, tag, signal.SIGKILL)
     status, output = finished(run)
@@ -154,14 +172,15 @@ def test_torchrun_restarts_the_group_which_resumes_within_the_same_run(tmp_path,
     assert_same_parameters(parameters(project), uninterrupted)
 
 
-def test_a_hung_rank_is_caught_by_the_timeout_and_named(tmp_path, tag):
-    project = make_project(tmp_path / "hung", timeout_s=TIMEOUT_S)
+def test_a_hung_rank_is_caught_by_the_timeout_and_named(tmp_path, tag, prepared):
+    project = make_project(tmp_path / "hung", timeout_s=TIMEOUT_S, prepared=prepared)
     run = stage(project, "train.py", "fashion_mnist", tag=tag)
     stopped_at = hit_rank_after_first_epoch(project, tag, signal.SIGSTOP)
     status, output = finished(run, limit_s=120)
     ended_after_s = time.monotonic() - stopped_at
     message = output[output.rindex("error: the worker(s)"):]
-    assert status != 0 and "rank 0 stopped at epoch 2 step" in message and "hung or stopped rank" in message, output
+    assert status != 0 and "rank 0 stopped at epoch 2 step" in message, output
+    assert "rank 1 still ran 5 s later (hung or stopped" in message, message
     print(f"hung rank: the job ended {ended_after_s:.1f} s after SIGSTOP (timeout_s {TIMEOUT_S})")
     assert ended_after_s < TIMEOUT_S + STOP_GRACE_S + 10, "the collective's timeout, then the stop grace, not 30 s"
     assert worker_pid(tag, rank=1) is None, "the stopped rank was killed, not left behind"

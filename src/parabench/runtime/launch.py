@@ -11,6 +11,8 @@ import sys
 import tempfile
 import time
 
+import psutil
+
 from parabench.errors import ParabenchError
 
 log = logging.getLogger("parabench.launch")
@@ -46,31 +48,34 @@ def run_workers(command: list[str], threads: int, what: str, max_restarts: int =
     torchrun which rank on which host failed first.
 
     stderr passes through as it comes (progress bars included) while its tail is kept for torchrun's summary.
-    The workers run in their own session: once one has said it stopped (`error: rank N stopped at ...`, after a
-    lost peer or a collective's timeout) the whole group gets STOP_GRACE_S to end, then is killed, so a hung
-    (stopped, deadlocked) rank costs seconds, not torchrun's 30 s wait per process; not with max_restarts > 0,
-    where torchrun restarts the group itself. Ctrl-C is passed on to them.
+    Once a worker has said it stopped (`error: rank N stopped at ...`, after a lost peer or a collective's
+    timeout) the job gets STOP_GRACE_S to end, then every worker still running is killed, so a hung (stopped,
+    deadlocked) rank costs seconds, not torchrun's 30 s wait per process; not with max_restarts > 0, where
+    torchrun restarts the group itself. After Ctrl-C (which reaches torchrun too) the same grace applies.
     torchrun's own temporary folders (torchelastic_*) go into a folder of ours, removed afterwards.
     """
     log.info("launching: %s", " ".join(command))
     with tempfile.TemporaryDirectory(prefix="parabench-workers-") as scratch:
         env = {**os.environ, "OMP_NUM_THREADS": str(threads), "TMPDIR": scratch}
-        with subprocess.Popen(command, env=env, stderr=subprocess.PIPE, start_new_session=True) as process:
+        with subprocess.Popen(command, env=env, stderr=subprocess.PIPE) as process:
             try:
-                tail, killed = _watch(process, kill_after_stop=max_restarts == 0)
+                tail, hung = _watch(process, kill_after_stop=max_restarts == 0)
             except KeyboardInterrupt:
-                _interrupt(process)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(timeout=STOP_GRACE_S)
+                _kill_workers(process.pid)
                 raise
             status = process.wait()
     if status != 0:
-        raise ParabenchError(failure_message(what, status, tail, killed))
+        raise ParabenchError(failure_message(what, status, tail, hung))
 
 
-def _watch(process: subprocess.Popen[bytes], kill_after_stop: bool) -> tuple[str, bool]:
-    """Copy the workers' stderr to ours until it closes, keeping its tail; kill the group if it outlives a stop
-    by STOP_GRACE_S (when kill_after_stop). Returns the tail and whether the group was killed."""
+def _watch(process: subprocess.Popen[bytes], kill_after_stop: bool) -> tuple[str, list[str] | None]:
+    """Copy the workers' stderr to ours until it closes, keeping its tail; kill the workers still running
+    STOP_GRACE_S after one said it stopped (when kill_after_stop). Returns the tail and the ranks killed so
+    (None when none was)."""
     fd = process.stderr.fileno()  # type: ignore[union-attr]
-    tail, stopped_since, killed = b"", None, False
+    tail, stopped_since, killed = b"", None, None
     while True:
         if select.select([fd], [], [], 0.5)[0]:
             chunk = os.read(fd, 65536)
@@ -81,33 +86,37 @@ def _watch(process: subprocess.Popen[bytes], kill_after_stop: bool) -> tuple[str
             tail = (tail + chunk)[-TAIL_CHARS:]
             if kill_after_stop and stopped_since is None and STOPPED_AT.search(tail.decode(errors="replace")):
                 stopped_since = time.monotonic()
-        if (stopped_since is not None and not killed and process.poll() is None
+        if (stopped_since is not None and killed is None and process.poll() is None
                 and time.monotonic() - stopped_since > STOP_GRACE_S):
-            os.killpg(process.pid, signal.SIGKILL)
-            killed = True
+            killed = _kill_workers(process.pid)
     return tail.decode(errors="replace"), killed
 
 
-def _interrupt(process: subprocess.Popen[bytes]) -> None:
-    """Pass Ctrl-C on to the workers' session; kill it if it has not ended STOP_GRACE_S later."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGINT)
-        try:
-            process.wait(timeout=STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+def _kill_workers(launcher_pid: int) -> list[str]:
+    """SIGKILL every process below the launcher (torchrun starts each worker in a session of its own, so a
+    process group does not reach them); torchrun then sees its workers gone and ends. Returns their ranks."""
+    ranks = []
+    with contextlib.suppress(psutil.NoSuchProcess):
+        for worker in psutil.Process(launcher_pid).children(recursive=True):
+            with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+                rank = worker.environ().get("RANK")
+                worker.send_signal(signal.SIGKILL)
+                if rank is not None:
+                    ranks.append(rank)
+    return sorted(ranks, key=int)
 
 
-def failure_message(what: str, status: int, stderr_tail: str, killed: bool = False) -> str:
+def failure_message(what: str, status: int, stderr_tail: str, hung: list[str] | None = None) -> str:
     """Which worker failed first and how (from torchrun's summary when there is one), where the ranks that
     noticed it stopped (their `error: rank N stopped at ...` lines), and what to do."""
     cause = ROOT_CAUSE.search(stderr_tail)
     where = "".join(f"\n  {line}" for line in dict.fromkeys(STOPPED_AT.findall(stderr_tail)))
-    if killed:
+    if hung is not None:
+        still = f"rank {', '.join(hung)}" if hung else "the other workers"
         return (
-            f"the worker(s) of {what} stopped:{where}\nThe others were still running {STOP_GRACE_S:.0f} s later (a "
-            "hung or stopped rank: hardware.timeout_s bounds how long a collective waits for it) and were killed. "
-            "Their messages are above. Run again to resume from the last epoch checkpoint."
+            f"the worker(s) of {what} stopped:{where}\n{still} still ran {STOP_GRACE_S:.0f} s later (hung or stopped: "
+            "hardware.timeout_s bounds how long a collective waits for it) and was killed. Their messages are "
+            "above. Run again to resume from the last epoch checkpoint."
         )
     if cause is None:
         return f"the worker(s) of {what} exited with status {status}{where}; their messages are above."
