@@ -4,6 +4,7 @@ import argparse
 
 from parabench.cli import stage_main
 from parabench.config import load_params
+from parabench.data.deadline import download_deadline
 from parabench.data.registry import DATASETS
 from parabench.paths import raw_dir
 
@@ -13,7 +14,8 @@ def main() -> None:
     parser.add_argument("dataset", choices=sorted(DATASETS))
     args = parser.parse_args()
     params = load_params()
-    DATASETS[args.dataset].download(raw_dir(args.dataset), params.data_source(args.dataset))
+    with download_deadline(params.data.timeout_s):
+        DATASETS[args.dataset].download(raw_dir(args.dataset), params.data_source(args.dataset))
 
 
 if __name__ == "__main__":

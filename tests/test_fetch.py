@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from parabench.data.deadline import download_deadline
 from parabench.data.fetch import (
     SHA256SUMS,
     FetchedFile,
@@ -228,6 +229,22 @@ def test_a_failure_that_cannot_heal_is_not_retried(sha: str, dest_dir: Path, clo
         fetch(_remote(sha, closed_port_url, unresolvable), dest_dir, None, retries=4, backoff_s=10.0, timeout_s=5.0)
     assert time.monotonic() - started < 10.0
     assert str(raised.value).count("not retried") == 2, "refused, and no such host"
+
+
+def test_one_deadline_bounds_every_attempt_of_every_url(sha: str, dest_dir: Path) -> None:
+    """A server that accepts the connection and never answers (a network that drops packets silently): with a
+    60 s timeout per attempt and 4 retries per URL, two URLs would wait about 8 minutes; the deadline stops it
+    in 2 s."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/{NAME}"
+        started = time.monotonic()
+        with download_deadline(2.0), pytest.raises(DownloadError) as raised:
+            fetch(_remote(sha, url, url + "?again"), dest_dir, None, retries=4, backoff_s=1.0, timeout_s=60.0)
+        waited = time.monotonic() - started
+    assert 1.5 < waited < 6.0, waited
+    assert "data.timeout_s" in str(raised.value)
 
 
 def test_a_part_file_left_by_an_interrupted_run_is_continued(

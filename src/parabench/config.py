@@ -102,7 +102,9 @@ Scales = create_model(
 )
 DATASET_NAMES = sorted({workload.dataset for workload in WORKLOADS.values() if workload.dataset is not None})
 DataSources = create_model(
-    "DataSources", __base__=Strict, **{name: (DATASETS[name].source_model, ...) for name in DATASET_NAMES}
+    "DataSources", __base__=Strict,
+    timeout_s=(Annotated[float, Field(gt=0)], ...),  # one deadline for all of a download stage's fetches
+    **{name: (DATASETS[name].source_model, ...) for name in DATASET_NAMES},
 )
 
 

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from parabench.data.deadline import remaining_s, within_deadline
 from parabench.errors import DataError, DownloadError
 from parabench.io import write_atomic
 
@@ -310,8 +311,10 @@ def _download_with_retries(
     A failure that cannot heal by waiting (no such host, connection refused) is not retried."""
     logger.info("downloading %s", url)
     for attempt in range(retries + 1):
+        if remaining_s() == 0:
+            raise _SourceFailed("not tried further: the download deadline (params.yaml data.timeout_s) has passed")
         try:
-            _download_once(url, part, timeout_s)
+            _download_once(url, part, within_deadline(timeout_s))
             return
         except urllib.error.URLError as error:
             if isinstance(error.reason, (socket.gaierror, ConnectionRefusedError)):
@@ -333,7 +336,7 @@ def _download_with_retries(
 
 def _wait_before_retry(url: str, error: Exception, attempt: int, retries: int, backoff_s: float) -> None:
     """Exponential back-off before the next attempt."""
-    delay_s = backoff_s * 2**attempt
+    delay_s = within_deadline(backoff_s * 2**attempt)
     logger.warning("%s failed (%s); retry %d of %d in %.2g s", url, error, attempt + 1, retries, delay_s)
     time.sleep(delay_s)
 
