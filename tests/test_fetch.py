@@ -21,6 +21,7 @@ from parabench.data.fetch import (
     expected_checksum,
     expected_sha256,
     fetch,
+    part_file,
 )
 from parabench.data.idx import write_idx
 from parabench.errors import DataError, DownloadError
@@ -251,10 +252,10 @@ def test_a_part_file_left_by_an_interrupted_run_is_continued(
     server: FileServer, gz_body: bytes, sha: str, dest_dir: Path
 ) -> None:
     server.routes["/" + NAME] = Route(gz_body)
-    dest_dir.mkdir()
-    (dest_dir / f".{NAME}.part").write_bytes(gz_body[:100])  # what Ctrl-C left
+    part_file(dest_dir, NAME).parent.mkdir(parents=True)
+    part_file(dest_dir, NAME).write_bytes(gz_body[:100])  # what Ctrl-C left; DVC deleted dest_dir, not this
     fetch(_remote(sha, server.url("/" + NAME)), dest_dir, None, **FAST)
-    assert (dest_dir / NAME).read_bytes() == gz_body
+    assert (dest_dir / NAME).read_bytes() == gz_body and not part_file(dest_dir, NAME).exists()
     assert server.requests_for("/" + NAME) == ["bytes=100-"]
 
 

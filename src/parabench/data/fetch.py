@@ -6,6 +6,7 @@ dest_dir/SHA256SUMS (sha256sum format, so `sha256sum -c SHA256SUMS` checks it), 
 folder must match the recorded value.
 """
 
+import contextlib
 import gzip
 import hashlib
 import http.client
@@ -146,6 +147,13 @@ def expected_checksum(remote: RemoteFile, dest_dir: Path) -> tuple[str, str] | N
     return ("sha256", recorded) if recorded is not None else None
 
 
+def part_file(dest_dir: Path, name: str) -> Path:
+    """Where a download of `name` into dest_dir grows until it is verified: beside dest_dir, not in it, since DVC
+    deletes a stage's output folder before running the stage, and an interrupted download must survive that to
+    be continued (data/raw/.partial/<dataset>/ for data/raw/<dataset>)."""
+    return dest_dir.parent / ".partial" / dest_dir.name / f"{name}.part"
+
+
 def fetch(
     remote: RemoteFile,
     dest_dir: Path,
@@ -167,14 +175,15 @@ def fetch(
         why = "does not verify" if expected is not None else f"has no checksum recorded in {dest_dir / SHA256SUMS}"
         logger.warning("%s exists but %s; fetching it again", dest, why)
     dest_dir.mkdir(parents=True, exist_ok=True)
-    part = dest_dir / f".{remote.name}.part"
+    part = part_file(dest_dir, remote.name)
+    part.parent.mkdir(parents=True, exist_ok=True)
     failures: list[str] = []
     if mirror_dir is not None:
         mirror_file = mirror_dir / remote.name
         try:
             _copy_from_mirror(mirror_file, part)
             _accept_or_discard(part, remote, expected, str(mirror_file), dest_dir)
-            os.replace(part, dest)
+            _settle(part, dest)
             return FetchedFile(dest, str(mirror_dir))
         except _SourceFailed as failure:
             logger.info("mirror %s: %s", mirror_file, failure)
@@ -185,13 +194,24 @@ def fetch(
                 url, part, remote, expected, retries=retries, backoff_s=backoff_s, timeout_s=timeout_s
             )
             _accept_or_discard(part, remote, expected, url, dest_dir)
-            os.replace(part, dest)
+            _settle(part, dest)
             return FetchedFile(dest, url)
         except _SourceFailed as failure:
             logger.info("%s: %s", url, failure)
             failures.append(f"{url}: {failure}")
-    part.unlink(missing_ok=True)
+    _settle(part, None)
     raise DownloadError(_failure_message(remote.name, dest_dir, failures, hint))
+
+
+def _settle(part: Path, dest: Path | None) -> None:
+    """Move a verified part file to dest (or delete it when dest is None), then remove .partial folders left empty."""
+    if dest is None:
+        part.unlink(missing_ok=True)
+    else:
+        os.replace(part, dest)
+    for folder in (part.parent, part.parent.parent):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 def _checksum(path: Path, remote: RemoteFile, algorithm: str) -> str:
