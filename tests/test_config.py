@@ -95,11 +95,20 @@ def test_cuda_requested_without_cuda(base_params, write_params):
         check_all(params)
 
 
-def test_multi_node_is_refused_clearly(base_params, write_params):
+def test_several_nodes_need_a_rendezvous(base_params, write_params):
     base_params["hardware"]["nodes"] = 2
     params = load_params(write_params(base_params))
-    with pytest.raises(ConfigError, match=r"hardware\.nodes: 2"):
+    with pytest.raises(ConfigError, match=r"hardware\.nodes: 2 needs hardware\.rendezvous: the host:port"):
         check_all(params)
+    base_params["hardware"].update(rendezvous="10.0.0.1:29400", devices=1)  # 2 replicas: every batch divides
+    check_all(load_params(write_params(base_params)))
+
+
+@pytest.mark.parametrize("rendezvous", ["10.0.0.1", "host:port", "a b:1"])
+def test_a_rendezvous_is_host_colon_port(base_params, write_params, rendezvous):
+    base_params["hardware"].update(nodes=2, rendezvous=rendezvous)
+    with pytest.raises(ConfigError, match=r"hardware\.rendezvous: "):
+        load_params(write_params(base_params))
 
 
 def test_not_yaml(write_params, tmp_path):

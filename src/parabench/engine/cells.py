@@ -15,7 +15,7 @@ from parabench.engine.launch import run_plan_workers
 from parabench.engine.plan import RunPlan, make_plan
 from parabench.errors import ConfigError, StrategyUnavailable
 from parabench.io import read_json
-from parabench.runtime.hardware import resolve
+from parabench.runtime.hardware import Machine, resolve
 
 log = logging.getLogger("parabench.cells")
 CEILING = "ceiling"
@@ -48,13 +48,19 @@ class CellRuns:
     runs: list[dict[str, Any]] = field(default_factory=list)
 
 
+def this_node(machine: Machine) -> Machine:
+    """The machine as one node: benchmark and sweep cells time this node's processes (the other nodes would have
+    to join every cell of every round), whatever hardware.nodes says for train and reference."""
+    return machine.model_copy(update={"nodes": 1})
+
+
 def plan_cell(raw_params: dict[str, Any], cell: Cell) -> CellRuns:
     """Validate the params with the cell's overrides and plan it; a cell that cannot run is skipped, with why."""
     where = f"{PARAMS_FILE} with {dict(cell.overrides)}" if cell.overrides else str(PARAMS_FILE)
     params = validate_params(with_overrides(raw_params, dict(cell.overrides)), where)
     try:
         plan = make_plan(params, cell.workload, "benchmark", strategy_name=cell.strategy,
-                         machine=resolve(params.hardware), copies=cell.copies)
+                         machine=this_node(resolve(params.hardware)), copies=cell.copies)
     except (StrategyUnavailable, ConfigError) as reason:
         log.warning("%s on %s skipped: %s", cell.label, cell.workload, reason)
         return CellRuns(cell, None, skipped_reason=str(reason))

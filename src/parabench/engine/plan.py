@@ -168,9 +168,10 @@ def check_all(params: Params) -> None:
 
 
 def _check_machine(machine: Machine) -> None:
-    if machine.nodes > 1:
+    if machine.nodes > 1 and machine.rendezvous is None:
         raise ConfigError(
-            f"{PARAMS_FILE}: hardware.nodes: {machine.nodes}, but multi-node runs are not supported yet; set it to 1."
+            f"{PARAMS_FILE}: hardware.nodes: {machine.nodes} needs hardware.rendezvous: the host:port of this node "
+            "(node 0), which the other nodes can reach, e.g. 10.0.0.1:29400; or set hardware.nodes: 1."
         )
     if machine.accelerator == "cuda" and not torch.cuda.is_available():
         raise ConfigError(

@@ -10,6 +10,7 @@ from parabench.cli import stage_main
 from parabench.engine.job import job
 from parabench.engine.loop import fit
 from parabench.engine.measure import measure_cell
+from parabench.engine.node_agreement import check_nodes_agree
 from parabench.engine.outputs import run_record, write_run
 from parabench.engine.plan import RunPlan
 from parabench.paths import checkpoint_file, prepared_dir
@@ -18,15 +19,21 @@ from parabench.runtime.memory import memory_kind, peak_memory_mb
 from parabench.workloads import WorkloadData
 
 
+def prepared_folder(plan: RunPlan) -> Path | None:
+    """The plan's prepared dataset folder (None for synthetic workloads)."""
+    dataset = plan.workload.dataset
+    return prepared_dir(dataset) if dataset else None
+
+
 def open_data(plan: RunPlan) -> WorkloadData:
     """The plan's workload data, from its prepared folder (none for synthetic workloads)."""
-    dataset = plan.workload.dataset
-    return plan.workload.open(prepared_dir(dataset) if dataset else None, plan.settings)
+    return plan.workload.open(prepared_folder(plan), plan.settings)
 
 
 def train_worker(plan: RunPlan) -> None:
     """Train the plan in this process, as one rank of its job; rank 0 writes the results."""
     with job(plan) as process:
+        check_nodes_agree(plan, process, prepared_folder(plan))
         data = open_data(plan)
         result = fit(plan, process, data, checkpoint_file(plan.role, plan.workload_name))
         steps = slowest_per_step(result.step_durations)

@@ -54,7 +54,7 @@ def describe(machine: Machine, processes: int, threads: int, distributed: bool) 
         **machine_identity(),
         "accelerator": machine.accelerator,
         "backend": machine.backend if distributed else "none",
-        "nodes": machine.nodes,
+        "nodes": machine.nodes if distributed else 1,
         "processes": processes,
         "threads_per_process": threads,
     }

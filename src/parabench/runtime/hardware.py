@@ -31,6 +31,8 @@ class Hardware(BaseModel):
     max_restarts: Annotated[int, Field(ge=0)]
     oversubscribe: bool  # allow more worker processes per node than CPU cores
     timeout_s: Annotated[float, Field(gt=0)]  # a collective that waits longer fails: a hung or lost rank
+    rendezvous: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.\-]+:[0-9]{1,5}$")] | None  # host:port, nodes > 1
+    join_timeout_s: Annotated[float, Field(gt=0)]  # how long the nodes have to arrive at the rendezvous
 
 
 class Machine(BaseModel):
@@ -46,6 +48,8 @@ class Machine(BaseModel):
     max_restarts: int
     threads_setting: int | None
     timeout_s: float = 600.0
+    rendezvous: str | None = None
+    join_timeout_s: float = 600.0
 
     def threads_per_process(self, processes_per_node: int) -> int:
         """Threads each process may use: the setting, or this node's cores shared evenly."""
@@ -79,4 +83,6 @@ def resolve(hardware: Hardware) -> Machine:
         max_restarts=hardware.max_restarts,
         threads_setting=None if hardware.threads == "auto" else int(hardware.threads),
         timeout_s=hardware.timeout_s,
+        rendezvous=hardware.rendezvous,
+        join_timeout_s=hardware.join_timeout_s,
     )

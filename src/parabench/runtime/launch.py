@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 
 import psutil
 
@@ -18,13 +19,31 @@ from parabench.errors import ParabenchError
 log = logging.getLogger("parabench.launch")
 
 
-def worker_command(module: str, args: list[str], processes_per_node: int | None, max_restarts: int = 0) -> list[str]:
-    """`python -m module args`, under torchrun (single node, standalone rendezvous) when processes_per_node is set."""
+@dataclass(frozen=True)
+class Rendezvous:
+    """How the nodes of a multi-node job meet: torchrun's static rendezvous at node 0's host:port, each node under
+    its own rank, so that global rank 0 (which reads the checkpoint and writes the outputs) runs on node 0, where
+    DVC waits for them. (The c10d rendezvous ranks the nodes by sorted host name.)"""
+
+    nodes: int
+    node_rank: int
+    endpoint: str
+    join_timeout_s: float
+
+
+def worker_command(module: str, args: list[str], processes_per_node: int | None, max_restarts: int = 0,
+                   rendezvous: Rendezvous | None = None) -> list[str]:
+    """`python -m module args`, under torchrun when processes_per_node is set: single node with a standalone
+    rendezvous, or several nodes meeting through torchrun's static rendezvous."""
     if processes_per_node is None:
         return [sys.executable, "-m", module, *args]
+    if rendezvous is None:
+        meeting = ["--standalone", "--nnodes=1"]
+    else:
+        meeting = [f"--nnodes={rendezvous.nodes}", f"--node-rank={rendezvous.node_rank}", "--rdzv-backend=static",
+                   f"--rdzv-endpoint={rendezvous.endpoint}", f"--rdzv-conf=timeout={rendezvous.join_timeout_s:g}"]
     return [
-        sys.executable, "-m", "torch.distributed.run",
-        "--standalone", "--nnodes=1",
+        sys.executable, "-m", "torch.distributed.run", *meeting,
         f"--nproc-per-node={processes_per_node}",
         f"--max-restarts={max_restarts}",
         "-m", module, *args,
@@ -39,7 +58,8 @@ ROOT_CAUSE = re.compile(
 )
 
 
-STOPPED_AT = re.compile(r"^error: (rank \d+ stopped at .*)$", re.MULTILINE)
+JOIN_TIMEOUT = re.compile(r"waiting for clients\. (?P<joined>\d+)/(?P<nodes>\d+) clients joined")
+STOPPED_AT = re.compile(r"^error: (rank \d+\b.*)$", re.MULTILINE)  # what a worker said when it stopped
 STOP_GRACE_S = 5.0  # once a worker has said it stopped, the others get this long to end before they are killed
 
 
@@ -109,6 +129,14 @@ def _kill_workers(launcher_pid: int) -> list[str]:
 def failure_message(what: str, status: int, stderr_tail: str, hung: list[str] | None = None) -> str:
     """Which worker failed first and how (from torchrun's summary when there is one), where the ranks that
     noticed it stopped (their `error: rank N stopped at ...` lines), and what to do."""
+    late = JOIN_TIMEOUT.search(stderr_tail)
+    if late is not None:
+        nodes = int(late["nodes"])
+        return (
+            f"{what}: only {late['joined']} of {nodes} nodes joined the rendezvous within hardware.join_timeout_s; "
+            f"the others (node ranks 1 to {nodes - 1}, less those that came) did not arrive. Start each with the "
+            "`python -m parabench.engine.join` line printed above, within the timeout, then run again."
+        )
     cause = ROOT_CAUSE.search(stderr_tail)
     where = "".join(f"\n  {line}" for line in dict.fromkeys(STOPPED_AT.findall(stderr_tail)))
     if hung is not None:

@@ -1,5 +1,6 @@
-"""Faults on loopback, through the real train stage (ddp, 2 gloo ranks under torchrun): a killed rank, a hung rank,
-and a restarted worker group; each bounded in time, each named, and every resumed run equal to an uninterrupted one."""
+"""torchrun jobs on loopback through the real train stage (ddp, 2 gloo ranks): two nodes joined by torchrun's
+rendezvous, and faults (a killed rank, a hung rank, a restarted worker group, a node that is late or holds other
+data); each bounded in time, each named, and every run's parameters equal to an uninterrupted single-node one's."""
 
 import json
 import os
@@ -20,6 +21,7 @@ import yaml
 from parabench.data.idx import write_idx
 from parabench.runtime.launch import STOP_GRACE_S
 from tests.conftest import PROJECT_ROOT
+from tests.multiprocess import free_port
 from tests.test_pipeline_e2e import TINY_EPISODES, TINY_HOTDOG, TINY_RESNET50, TINY_SCALE, TINY_SWEEP
 
 pytestmark = pytest.mark.slow
@@ -46,12 +48,21 @@ def stage(project: Path, *args: str, tag: str = "") -> subprocess.Popen[str]:
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
+def join(project: Path, node_rank: int) -> subprocess.Popen[str]:
+    """The other node's command, run in `project` (its copy of the project)."""
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT / "src")}
+    return subprocess.Popen([sys.executable, "-m", "parabench.engine.join", "fashion_mnist", "--node-rank",
+                             str(node_rank)], cwd=project, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+
+
 def finished(process: subprocess.Popen[str], limit_s: float = 300) -> tuple[int, str]:
     output, _ = process.communicate(timeout=limit_s)
     return process.returncode, output
 
 
-def make_project(folder: Path, max_restarts: int = 0, timeout_s: float = 60, prepared: Path | None = None) -> Path:
+def make_project(folder: Path, max_restarts: int = 0, timeout_s: float = 60, prepared: Path | None = None,
+                 nodes: int = 1, join_timeout_s: float = 60) -> Path:
     """A working folder with params.yaml at a tiny scale (ddp on 2 CPU processes) and Fashion-MNIST prepared (by
     its own download and prepare stages, or copied from `prepared`)."""
     folder.mkdir()
@@ -64,7 +75,9 @@ def make_project(folder: Path, max_restarts: int = 0, timeout_s: float = 60, pre
     for sweep in params["sweeps"].values():
         sweep.update(TINY_SWEEP, values={"tiny": [2]})
     params.update(scale="tiny", strategy="ddp")
-    params["hardware"].update(accelerator="cpu", devices=2, threads=1, max_restarts=max_restarts, timeout_s=timeout_s)
+    params["hardware"].update(accelerator="cpu", devices=2 // nodes, threads=1, max_restarts=max_restarts,
+                              timeout_s=timeout_s, nodes=nodes, join_timeout_s=join_timeout_s,
+                              rendezvous=f"127.0.0.1:{free_port()}" if nodes > 1 else None)
     params["data"]["fashion_mnist"]["source"] = str(folder / "idx")
     (folder / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     write_idx_folder(folder / "idx")
@@ -184,3 +197,40 @@ def test_a_hung_rank_is_caught_by_the_timeout_and_named(tmp_path, tag, prepared)
     print(f"hung rank: the job ended {ended_after_s:.1f} s after SIGSTOP (timeout_s {TIMEOUT_S})")
     assert ended_after_s < TIMEOUT_S + STOP_GRACE_S + 10, "the collective's timeout, then the stop grace, not 30 s"
     assert worker_pid(tag, rank=1) is None, "the stopped rank was killed, not left behind"
+
+
+def test_two_nodes_on_loopback_train_to_the_parameters_of_one_node_with_two_processes(tmp_path, uninterrupted,
+                                                                                      prepared):
+    project = make_project(tmp_path / "two-nodes", prepared=prepared, nodes=2)
+    node_0 = stage(project, "train.py", "fashion_mnist")
+    node_1 = join(project, node_rank=1)
+    (status_0, output_0), (status_1, output_1) = finished(node_0), finished(node_1)
+    assert status_0 == 0 and status_1 == 0, f"node 0:\n{output_0}\nnode 1:\n{output_1}"
+    assert "python -m parabench.engine.join fashion_mnist --role train --node-rank K" in output_0
+    record = json.loads((project / "results/train/fashion_mnist.json").read_text())
+    assert (record["environment"]["nodes"], record["processes"], record["replicas"]) == (2, 2, 2)
+    assert_same_parameters(parameters(project), uninterrupted)
+
+
+def test_a_node_that_does_not_come_is_named_after_the_join_timeout(tmp_path, prepared):
+    project = make_project(tmp_path / "alone", prepared=prepared, nodes=2, join_timeout_s=3)
+    started = time.monotonic()
+    status, output = finished(stage(project, "train.py", "fashion_mnist"), limit_s=120)
+    assert status != 0 and time.monotonic() - started < 60, output
+    message = output[output.rindex("error: "):]
+    assert "only 1 of 2 nodes joined the rendezvous within hardware.join_timeout_s" in message, message
+    assert "python -m parabench.engine.join" in message
+
+
+def test_a_node_with_other_data_refuses_to_train(tmp_path, prepared):
+    project = make_project(tmp_path / "node-0", prepared=prepared, nodes=2)
+    other = tmp_path / "node-1"
+    shutil.copytree(project, other)
+    labels = other / PREPARED / "train_labels.npy"
+    labels.write_bytes(labels.read_bytes()[:-1] + bytes([labels.read_bytes()[-1] ^ 1]))  # one label changed
+    node_0 = stage(project, "train.py", "fashion_mnist")
+    node_1 = join(other, node_rank=1)
+    (status_0, output_0), (status_1, _) = finished(node_0), finished(node_1)
+    assert status_0 != 0 and status_1 != 0
+    assert "node 1 on " in output_0 and "holds other prepared data than node 0" in output_0, output_0
+    assert not (project / MODEL).exists(), "nothing trained"
