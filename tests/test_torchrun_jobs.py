@@ -162,6 +162,7 @@ def test_a_killed_rank_ends_the_job_named_and_the_rerun_resumes_to_the_same_para
     killed_at = hit_rank_after_first_epoch(project, tag, signal.SIGKILL)
     status, output = finished(run)
     ended_after_s = time.monotonic() - killed_at
+    print(f"killed rank: the job ended {ended_after_s:.1f} s after SIGKILL")
     assert status != 0 and ended_after_s < 10, f"ended {ended_after_s:.1f} s after the kill:\n{output}"
     message = output[output.rindex("error: the worker(s)"):]
     assert "rank 1 (local rank 1) on host" in message and "was killed by SIGKILL first" in message, message
