@@ -1,6 +1,7 @@
 """A local HTTP server on 127.0.0.1 for download tests: routes with byte ranges, dropped bodies, and a request log."""
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ class Route:
     honour_range: bool = True
     drop_first: bool = False  # first request: full Content-Length, half the body, then close
     overstate_length_first: bool = False  # first request: Content-Length one byte too long, whole body, then close
+    slow_first: bool = False  # first request: the body in 64 KiB pieces, 50 ms apart (time to interrupt it)
 
 
 @dataclass
@@ -53,6 +55,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, body[: len(body) // 2], content_length=len(body))
         elif route.overstate_length_first and first:
             self._send(200, body, content_length=len(body) + 1)
+        elif route.slow_first and first:
+            self._send(200, body, content_length=len(body), piece_delay_s=0.05)
         else:
             self._send(200, body, content_length=len(body))
 
@@ -63,14 +67,21 @@ class _Handler(BaseHTTPRequestHandler):
         content_range = f"bytes {start}-{len(body) - 1}/{len(body)}"
         self._send(206, body[start:], content_length=len(body) - start, content_range=content_range)
 
-    def _send(self, status: int, payload: bytes, *, content_length: int, content_range: str = "") -> None:
+    def _send(self, status: int, payload: bytes, *, content_length: int, content_range: str = "",
+              piece_delay_s: float = 0.0) -> None:
         self.send_response(status)
         self.send_header("Content-Length", str(content_length))
         if content_range:
             self.send_header("Content-Range", content_range)
         self.end_headers()
-        self.wfile.write(payload)
-        self.wfile.flush()
+        pieces = range(0, len(payload), 1 << 16) if piece_delay_s else [0]
+        try:
+            for start in pieces:
+                self.wfile.write(payload[start:start + (1 << 16) if piece_delay_s else len(payload)])
+                self.wfile.flush()
+                time.sleep(piece_delay_s)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client went away (an interrupted download)
 
     def log_message(self, format: str, *args: object) -> None:
         """Keep the test output quiet."""

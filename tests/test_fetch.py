@@ -4,8 +4,10 @@ import gzip
 import hashlib
 import io
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -443,3 +445,36 @@ def test_a_sha1_pinned_mirror_copy_and_resume_use_the_sha1(server: FileServer, d
 def test_a_file_cannot_be_pinned_twice() -> None:
     with pytest.raises(ValueError, match="pins both a sha256 and a sha1"):
         RemoteFile(name=SHA1_PINNED, urls=(), sha256="0" * 64, sha1="0" * 40)
+
+
+def test_a_download_interrupted_by_ctrl_c_exits_130_and_the_rerun_continues_it(
+    server: FileServer, dest_dir: Path, tmp_path: Path
+) -> None:
+    """A real SIGINT in the middle of a transfer: one line, exit 130, the partial file kept aside (never at its
+    final name), and the next run asks only for the rest."""
+    body = np.random.default_rng(1).integers(0, 256, 4 << 20, dtype=np.uint8).tobytes()  # 64 pieces, about 3 s
+    server.routes["/big.bin"] = Route(body, slow_first=True)
+    digest = hashlib.sha256(body).hexdigest()
+    remote = f"RemoteFile(name='big.bin', urls=({server.url('/big.bin')!r},), sha256={digest!r})"
+    script = tmp_path / "download.py"
+    script.write_text(
+        "from pathlib import Path\n"
+        "from parabench.cli import stage_main\n"
+        "from parabench.data.fetch import RemoteFile, fetch\n"
+        f"stage_main(lambda: fetch({remote}, Path({str(dest_dir)!r}), None, retries=0))\n"
+    )
+    run = subprocess.Popen([sys.executable, str(script)], stderr=subprocess.PIPE, text=True)
+    part = part_file(dest_dir, "big.bin")
+    deadline = time.monotonic() + 30
+    while not (part.exists() and part.stat().st_size > 0):
+        assert time.monotonic() < deadline and run.poll() is None, "the download started"
+        time.sleep(0.05)
+    run.send_signal(signal.SIGINT)
+    _, stderr = run.communicate(timeout=30)
+    assert run.returncode == 130 and stderr.splitlines()[-1].startswith("interrupted: ") and "Traceback" not in stderr
+    assert not (dest_dir / "big.bin").exists() and 0 < part.stat().st_size < len(body)
+    kept = part.stat().st_size
+    rerun = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert rerun.returncode == 0, rerun.stderr
+    assert (dest_dir / "big.bin").read_bytes() == body
+    assert server.requests_for("/big.bin")[-1] == f"bytes={kept}-", "only the rest was asked for"
