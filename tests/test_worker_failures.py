@@ -35,8 +35,10 @@ Root Cause (first observed failure):
 def test_the_first_failure_is_named_not_the_ranks_torchrun_stopped_after_it():
     killed = failure_message("train@x", 1, TORCHRUN_SUMMARY.format(exitcode="-9 (pid: 4344)  (SIGKILL)"))
     assert "rank 3 (local rank 1) on host node-b was killed by SIGKILL first" in killed and "train@x" in killed
-    failed = failure_message("train@x", 1, TORCHRUN_SUMMARY.format(exitcode="1 (pid: 4344)"))
+    failed = failure_message("train@x", 1, TORCHRUN_SUMMARY.format(exitcode="1 (pid: 4344)"),
+                             last_step="epoch 2 of 3, step 5 of 64")
     assert "rank 3 (local rank 1) on host node-b exited with status 1 first" in failed
+    assert "the last step rank 0 finished: epoch 2 of 3, step 5 of 64" in failed
 
 
 def test_a_single_process_failure_gives_its_status():

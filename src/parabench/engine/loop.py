@@ -1,5 +1,7 @@
 """The one training loop: every strategy and workload runs through it, with the same data, timing and checkpoints."""
 
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from parabench.engine.trainer import build_trainer
 from parabench.errors import ConfigError, RunStopped
 from parabench.runtime import load
 from parabench.runtime.collectives import broadcast_object, gather_objects
+from parabench.runtime.launch import PROGRESS_ENV
 from parabench.runtime.process import Process
 from parabench.strategies.base import Parallelized
 from parabench.workloads import WorkloadData
@@ -52,6 +55,15 @@ def evaluate_state(plan: RunPlan, data: WorkloadData, state: dict[str, Tensor], 
     return data.evaluate(model.to(device), split, device)
 
 
+def progress_note(process: Process, epoch: int, epochs: int, steps: int) -> Callable[[int], None] | None:
+    """On rank 0, when the launcher asked for it ($PARABENCH_PROGRESS_FILE), a note of the last finished step, so
+    that a failed job can say where it was even when no worker lived to say it."""
+    path = os.environ.get(PROGRESS_ENV)
+    if not process.is_main or not path:
+        return None
+    return lambda step: Path(path).write_text(f"epoch {epoch} of {epochs}, step {step} of {steps}")
+
+
 def fit(plan: RunPlan, process: Process, data: WorkloadData, checkpoint_path: Path) -> TrainResult:
     """Train for the planned epochs (resuming from a matching checkpoint), scoring after each epoch."""
     settings = plan.settings
@@ -81,6 +93,7 @@ def fit(plan: RunPlan, process: Process, data: WorkloadData, checkpoint_path: Pa
                 trainer, data, epoch_batches(data, plan.global_batch, shard_index, shard_count, settings.seed, epoch),
                 steps, clock,
                 progress=f"epoch {epoch + 1}/{settings.epochs}" if process.is_main else None,
+                after_step=progress_note(process, epoch + 1, settings.epochs, steps),
             )
         except StepFailed as failed:
             raise RunStopped(f"rank {process.rank} stopped at epoch {epoch + 1} {failed}; the last checkpoint "

@@ -1,6 +1,6 @@
 """The training loop's inner pass: one timed optimiser step per batch, with loss and tally totals."""
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import torch
@@ -46,13 +46,13 @@ class PassTotals:
 
 
 def train_pass(trainer: Trainer, data: WorkloadData, batches: Iterable[Batch], steps: int, clock: StepClock,
-               progress: str | None = None) -> PassTotals:
+               progress: str | None = None, after_step: Callable[[int], None] | None = None) -> PassTotals:
     """Step once per batch; sum the loss and the workload's tallies wherever this process has outputs.
 
     Each batch is assembled on the CPU before the clock starts (as a data loader would, ahead of time); the
     clock times moving it to the device, the transform, forward, backward and the update. The totals stay
     on the device until the pass ends, so no step waits for a copy to the host. `progress` labels the tqdm
-    bar (None: no bar, as on ranks other than 0).
+    bar (None: no bar, as on ranks other than 0); `after_step(step)` runs after each step, off the clock.
     """
     losses: list[Tensor] = []
     tallies: dict[str, list[Tensor]] = {}
@@ -64,6 +64,8 @@ def train_pass(trainer: Trainer, data: WorkloadData, batches: Iterable[Batch], s
                 result, targets = optimizer_step(trainer, data, batch)
         except Exception as err:  # a lost peer's collective error, an out-of-memory: say at which step
             raise StepFailed(step, steps, err) from err
+        if after_step is not None:
+            after_step(step)
         if result.outputs is not None and result.loss is not None:
             targets = targets.to(result.outputs.device, non_blocking=True)
             losses.append(result.loss * len(targets))

@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import psutil
 
@@ -50,6 +51,7 @@ def worker_command(module: str, args: list[str], processes_per_node: int | None,
     ]
 
 
+PROGRESS_ENV = "PARABENCH_PROGRESS_FILE"  # where rank 0 notes the last step it finished
 TAIL_CHARS = 20_000  # torchrun's failure summary comes last; keep this much of stderr to read it
 ROOT_CAUSE = re.compile(
     r"Root Cause \(first observed failure\):.*?host\s*:\s*(?P<host>\S+).*?rank\s*:\s*(?P<rank>\d+)\s*"
@@ -76,7 +78,8 @@ def run_workers(command: list[str], threads: int, what: str, max_restarts: int =
     """
     log.info("launching: %s", " ".join(command))
     with tempfile.TemporaryDirectory(prefix="parabench-workers-") as scratch:
-        env = {**os.environ, "OMP_NUM_THREADS": str(threads), "TMPDIR": scratch}
+        progress = Path(scratch) / "progress.txt"
+        env = {**os.environ, "OMP_NUM_THREADS": str(threads), "TMPDIR": scratch, PROGRESS_ENV: str(progress)}
         with subprocess.Popen(command, env=env, stderr=subprocess.PIPE) as process:
             try:
                 tail, hung = _watch(process, kill_after_stop=max_restarts == 0)
@@ -86,8 +89,9 @@ def run_workers(command: list[str], threads: int, what: str, max_restarts: int =
                 _kill_workers(process.pid)
                 raise
             status = process.wait()
+        last_step = progress.read_text() if progress.exists() else None
     if status != 0:
-        raise ParabenchError(failure_message(what, status, tail, hung))
+        raise ParabenchError(failure_message(what, status, tail, hung, last_step))
 
 
 def _watch(process: subprocess.Popen[bytes], kill_after_stop: bool) -> tuple[str, list[str] | None]:
@@ -126,7 +130,8 @@ def _kill_workers(launcher_pid: int) -> list[str]:
     return sorted(ranks, key=int)
 
 
-def failure_message(what: str, status: int, stderr_tail: str, hung: list[str] | None = None) -> str:
+def failure_message(what: str, status: int, stderr_tail: str, hung: list[str] | None = None,
+                    last_step: str | None = None) -> str:
     """Which worker failed first and how (from torchrun's summary when there is one), where the ranks that
     noticed it stopped (their `error: rank N stopped at ...` lines), and what to do."""
     late = JOIN_TIMEOUT.search(stderr_tail)
@@ -139,6 +144,8 @@ def failure_message(what: str, status: int, stderr_tail: str, hung: list[str] | 
         )
     cause = ROOT_CAUSE.search(stderr_tail)
     where = "".join(f"\n  {line}" for line in dict.fromkeys(STOPPED_AT.findall(stderr_tail)))
+    if last_step is not None:
+        where += f"\n  the last step rank 0 finished: {last_step}"
     if hung is not None:
         still = f"rank {', '.join(hung)}" if hung else "the other workers"
         return (
