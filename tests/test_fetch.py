@@ -463,7 +463,10 @@ def test_a_download_interrupted_by_ctrl_c_exits_130_and_the_rerun_continues_it(
         "from parabench.data.fetch import RemoteFile, fetch\n"
         f"stage_main(lambda: fetch({remote}, Path({str(dest_dir)!r}), None, retries=0))\n"
     )
-    run = subprocess.Popen([sys.executable, str(script)], stderr=subprocess.PIPE, text=True)
+    # As from a terminal, SIGINT reaches a process that does not ignore it: an earlier test in this pytest process
+    # may have left SIGINT ignored, and a child inherits that.
+    run = subprocess.Popen([sys.executable, str(script)], stderr=subprocess.PIPE, text=True,
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     part = part_file(dest_dir, "big.bin")
     deadline = time.monotonic() + 30
     while not (part.exists() and part.stat().st_size > 0):
