@@ -20,7 +20,7 @@ import torch
 import yaml
 
 from parabench.data.idx import write_idx
-from parabench.runtime.launch import STOP_GRACE_S
+from parabench.runtime.failures import STOP_GRACE_S
 from tests.conftest import PROJECT_ROOT
 from tests.multiprocess import free_port
 from tests.test_pipeline_e2e import TINY_EPISODES, TINY_HOTDOG, TINY_RESNET50, TINY_SCALE, TINY_SWEEP

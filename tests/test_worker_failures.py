@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from parabench.errors import ParabenchError
-from parabench.runtime.launch import failure_message, run_workers, worker_command
+from parabench.runtime.failures import failure_message
+from parabench.runtime.launch import run_workers, worker_command
 
 TORCHRUN_SUMMARY = """\
 torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
