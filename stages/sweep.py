@@ -3,7 +3,7 @@
 import argparse
 
 from parabench.cli import stage_main
-from parabench.config import PARAMS_FILE, load_params, read_raw_params
+from parabench.config import PARAMS_FILE, load_params, read_raw_params, sweep_params
 from parabench.engine.cells import plan_cell, run_cells
 from parabench.engine.sweep import sweep_cells
 from parabench.errors import ConfigError
@@ -21,7 +21,7 @@ def main() -> None:
                           f"{', '.join(params.sweeps) or 'none'}.")
     sweep = params.sweeps[args.sweep]
     points, cells = zip(*sweep_cells(sweep, params.scale))
-    planned = [plan_cell(raw, cell) for cell in cells]
+    planned = [plan_cell(sweep_params(raw, sweep), cell) for cell in cells]
     run_cells(planned, sweep.rounds, sweep.warmup_steps, sweep.timed_steps)
     by_label = summarize_cells(planned)
     write_sweep(args.sweep, sweep, params.scale, list(points), [by_label[cell.label] for cell in cells])

@@ -43,9 +43,9 @@ def tiny_plan(strategy: str = "single", setup: StrategySetup | None = None, role
     settings = tiny_settings(**changes)
     setup = setup or cpu_setup(batch_shape=(settings.batch_size, 1, 28, 28))
     chosen = STRATEGIES[strategy]
-    return RunPlan(role=role, workload_name="fashion_mnist", strategy_name=strategy, scale="tiny", settings=settings,
-                   setup=setup, replicas=chosen.data_replicas(setup), global_batch=settings.batch_size,
-                   lr=settings.lr)
+    return RunPlan(role=role, workload_name="fashion_mnist", strategy_name=strategy, dataset="fashion_mnist",
+                   scale="tiny", settings=settings, setup=setup, replicas=chosen.data_replicas(setup),
+                   global_batch=settings.batch_size, lr=settings.lr)
 
 
 def separable_images(count: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:

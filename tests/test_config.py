@@ -216,3 +216,37 @@ def test_more_processes_than_cores_needs_an_explicit_override(base_params, write
         check_all(load_params(write_params(base_params)))
     base_params["hardware"]["oversubscribe"] = True
     check_all(load_params(write_params(base_params)))
+
+
+def test_every_workload_reads_what_inputs_names(base_params, write_params):
+    params = load_params(write_params(base_params))
+    assert {name: params.dataset_read(name) for name in params.inputs} == {
+        "fashion_mnist": "fashion_mnist", "miniimagenet": "miniimagenet", "hotdog": "hotdog", "resnet50": None}
+    base_params["inputs"]["resnet50"] = "data/prepared/hotdog"
+    params = load_params(write_params(base_params))
+    assert make_plan(params, "resnet50", "train").dataset == "hotdog", "resnet50 times hotdog's real pixels"
+
+
+@pytest.mark.parametrize(("workload", "value", "expected"), [
+    ("resnet50", "data/prepared/hotdg", r"inputs\.resnet50: 'data/prepared/hotdg' is not what resnet50 can read; "
+     r"choose one of: src/parabench/workloads/random_images\.py \(random data drawn from the seed\), "
+     r"data/prepared/fashion_mnist \(that dataset\), data/prepared/hotdog"),
+    ("fashion_mnist", "data/prepared/hotdog", r"inputs\.fashion_mnist: 'data/prepared/hotdog' is not what "
+     r"fashion_mnist can read; choose one of: data/prepared/fashion_mnist \(that dataset\)\.$"),
+    ("hotdog", "../../etc", r"inputs\.hotdog: '\.\./\.\./etc' is not what hotdog can read"),
+])
+def test_inputs_a_workload_cannot_read_are_refused_with_its_choices(base_params, write_params, workload, value,
+                                                                  expected):
+    base_params["inputs"][workload] = value
+    with pytest.raises(ConfigError, match=expected):
+        load_params(write_params(base_params))
+
+
+def test_inputs_name_every_workload_and_only_workloads(base_params, write_params):
+    del base_params["inputs"]["resnet50"]
+    with pytest.raises(ConfigError, match=r"inputs has no entry for resnet50: every workload needs one .* add e\.g\. "
+                                          r"`resnet50: src/parabench/workloads/random_images\.py`"):
+        load_params(write_params(base_params))
+    base_params["inputs"].update(resnet50="src/parabench/workloads/random_images.py", cifar10="data/prepared/x")
+    with pytest.raises(ConfigError, match=r"inputs: cifar10 names no workload; the workloads are fashion_mnist"):
+        load_params(write_params(base_params))

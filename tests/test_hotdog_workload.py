@@ -48,7 +48,7 @@ def data() -> HotdogData:
 
 def plan(strategy: str, devices: int, **changes: Any) -> RunPlan:
     chosen, setup = STRATEGIES[strategy], cpu_setup(devices=devices, blocks=11, batch_shape=(BATCH, 3, SIZE, SIZE))
-    return RunPlan(role="train", workload_name="hotdog", strategy_name=strategy, scale="test",
+    return RunPlan(role="train", workload_name="hotdog", strategy_name=strategy, dataset="hotdog", scale="test",
                    settings=settings(**changes), setup=setup, replicas=chosen.data_replicas(setup),
                    global_batch=BATCH, lr=LR)
 

@@ -13,7 +13,7 @@ FLOORS = {
     "__init__": 0, "errors": 0, "io": 0, "paths": 0, "cli": 0, "batch": 0,
     "runtime": 1, "data": 1, "models": 1,
     "workloads": 2, "strategies": 2,
-    "config": 3, "params_problems": 3, "engine": 3,
+    "config": 3, "params_problems": 3, "inputs": 3, "engine": 3,
     "report": 4,
 }
 

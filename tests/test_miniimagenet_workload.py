@@ -60,7 +60,8 @@ def test_a_short_run_records_episode_metrics(prepared, tmp_path):
     torch.set_num_threads(1)
     chosen = settings(epochs=2)
     setup = cpu_setup(batch_shape=(2, *WORKLOAD.unit_shape(chosen)), blocks=8)
-    plan = RunPlan(role="train", workload_name="miniimagenet", strategy_name="single", scale="tiny", settings=chosen,
+    plan = RunPlan(role="train", workload_name="miniimagenet", strategy_name="single", dataset="miniimagenet",
+                   scale="tiny", settings=chosen,
                    setup=setup, replicas=1, global_batch=2, lr=0.001)
     result = fit(plan, CPU_PROCESS, WORKLOAD.open(prepared, chosen), tmp_path / "ckpt.pt")
     assert [row["epoch"] for row in result.history] == [1, 2]

@@ -215,6 +215,12 @@ def test_repro_then_experiment(tmp_path):
     swept = json.loads((project / "metrics/sweep/split_size/inprocess.json").read_text())
     assert swept["best_value"] == 4 and swept["speedup"] > 0 and swept["speedup_vs_largest_value"] == 1
 
+    # resnet50 times real pixels when `inputs` names a prepared dataset, which its stages then depend on.
+    pixels = run(project, "dvc", "exp", "run", "-S", "inputs.resnet50=data/prepared/fashion_mnist", "train@resnet50")
+    assert stages_run(pixels) == {"check", "train@resnet50"}
+    origin = json.loads((project / "results/train/resnet50.json").read_text())["data_origin"]
+    assert origin.startswith("real pixels: 4 training images of Fashion-MNIST SAMPLE"), origin
+
     # Strategies that ignore the pipeline options finish from their checkpoints when those options change.
     resplit = run(project, "dvc", "exp", "run", "-S", "pipeline.split_size=16",
                   "train@fashion_mnist", "reference@fashion_mnist")

@@ -1,23 +1,31 @@
 """The resnet50 workload (seed 001): torchvision's ResNet-50 as six blocks, its cuts in every balance mode, the cut
-model equal to the whole one, and random data that is seeded, scored by MSE on one-hot targets and never scored
-for accuracy.
+model equal to the whole one, random data that is seeded, scored by MSE on one-hot targets and never scored for
+accuracy, and real pixels from a prepared dataset instead of random ones.
 
 Equivalence tolerance: float32 outputs and gradients within rtol 1e-4, atol 1e-5 (BatchNorm in evaluation mode;
 the cut model runs the very same modules, so only the order of float sums may differ).
 """
 
+from pathlib import Path
+
+import numpy as np
 import pytest
 import torch
 from pydantic import ValidationError
 from torch.nn import functional as F
 from torchvision.models import resnet50
+from torchvision.transforms import v2
 
-from parabench.errors import ConfigError
+from parabench.data import fashion_mnist, hotdog
+from parabench.data.idx import write_idx
+from parabench.errors import ConfigError, DataError
 from parabench.models.resnet50 import SEED_CUT, resnet50_blocks
 from parabench.strategies.model_parallel import StagedModel
 from parabench.strategies.partition import choose_cut, cut
-from parabench.workloads.random_images import NOT_APPLICABLE, RandomImages
+from parabench.workloads.image_views import IMAGENET_MEAN, IMAGENET_STD, normalized
 from parabench.workloads.resnet50 import Resnet50, Resnet50Settings
+from parabench.workloads.timing_images import NOT_APPLICABLE
+from tests.hotdog_fixture import write_class_folder
 
 SIZE, CLASSES, RTOL, ATOL = 48, 10, 1e-4, 1e-5
 BLOCKS = ["stem", "layer1", "layer2", "layer3", "layer4", "head"]
@@ -99,7 +107,54 @@ def test_the_workload_says_accuracy_does_not_apply_and_has_no_dataset():
     assert workload.dataset is None and workload.primary_metric is None
     assert workload.labels(settings()) == {"accuracy": NOT_APPLICABLE}
     assert workload.documented_cut(settings()) == SEED_CUT
-    assert isinstance(RandomImages.draw(2, (3, SIZE, SIZE), CLASSES, 0), RandomImages)
+    assert Path(__file__).parents[1].joinpath(workload.generator_file).is_file(), "the file its stages depend on"
+
+
+@pytest.fixture(scope="module")
+def prepared_hotdog(tmp_path_factory) -> Path:
+    """A prepared hotdog-layout folder of 2 x 12 training photos (48 x 40 PNGs, squashed to 256 x 256)."""
+    raw = write_class_folder(tmp_path_factory.mktemp("raw"))
+    out = tmp_path_factory.mktemp("prepared") / "hotdog"
+    hotdog.prepare(raw, out)
+    return out
+
+
+def test_real_pixels_are_a_seeded_choice_of_a_datasets_training_images_resized_and_normalised(prepared_hotdog):
+    data = Resnet50().open(prepared_hotdog, settings())
+    again, other = Resnet50().open(prepared_hotdog, settings()), Resnet50().open(prepared_hotdog, settings(seed=1))
+    assert data.images.shape == (8, 3, SIZE, SIZE) and data.images.dtype == torch.float32
+    assert torch.equal(data.images, again.images) and torch.equal(data.classes, again.classes)
+    assert not torch.equal(data.images, other.images)
+    photos = torch.from_numpy(hotdog.load_prepared(prepared_hotdog).train_images)
+    views = normalized(v2.functional.resize(photos, [SIZE, SIZE], antialias=True))
+    sources = [next(index for index, view in enumerate(views) if torch.equal(view, image)) for image in data.images]
+    assert len(set(sources)) == 8, "eight different photos of the 24, each as the workload's own view"
+    assert data.classes.max() < CLASSES and data.loss(torch.zeros(2, CLASSES), data.classes[:2]).item() > 0
+    assert data.data_origin.startswith("real pixels: 8 training images of a hotdog-layout folder: 24 train + 8 test")
+    assert "random classes among 10" in data.data_origin and "NOT d2l's hotdog.zip" in data.data_origin
+
+
+def test_grey_pixels_become_three_equal_channels_and_a_small_set_repeats_only_once_used_up(tmp_path):
+    raw, prepared = tmp_path / "raw", tmp_path / "fashion_mnist"
+    raw.mkdir()
+    generator = np.random.default_rng(0)
+    for prefix, count in (("train", 5), ("t10k", 2)):
+        write_idx(raw / f"{prefix}-images-idx3-ubyte.gz", generator.integers(0, 256, (count, 28, 28), dtype=np.uint8))
+        write_idx(raw / f"{prefix}-labels-idx1-ubyte.gz", generator.integers(0, 10, count, dtype=np.uint8))
+    fashion_mnist.prepare(raw, prepared)
+    data = Resnet50().open(prepared, settings(batch_size=6))  # 12 units from 5 images
+    mean, std = torch.tensor(IMAGENET_MEAN).view(3, 1, 1), torch.tensor(IMAGENET_STD).view(3, 1, 1)
+    pixels = data.images * std + mean
+    torch.testing.assert_close(pixels[:, 0], pixels[:, 1])
+    torch.testing.assert_close(pixels[:, 0], pixels[:, 2])
+    distinct = [len(torch.unique(data.images[:count].flatten(1), dim=0)) for count in (5, 12)]
+    assert distinct == [5, 5], "all five images before any comes twice"
+    assert "each used up to 3 times" in data.data_origin and "Fashion-MNIST SAMPLE" in data.data_origin
+
+
+def test_a_folder_that_is_no_datasets_is_named(tmp_path):
+    with pytest.raises(DataError, match=r"is no prepared dataset's folder; the datasets are fashion_mnist, hotdog"):
+        Resnet50().open(tmp_path / "cifar10", settings())
 
 
 def test_weak_scaling_and_tiny_images_are_refused():

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from parabench.config import load_params
+from parabench.config import load_params, sweep_params
 from parabench.engine.sweep import SweepPoint, sweep_cells
 from parabench.errors import ConfigError
 from parabench.report.sweep import write_sweep
@@ -25,7 +25,7 @@ def test_the_default_sweeps_time_every_value_per_curve_beside_the_references(bas
     params = load_params(write_params(base_params))
     sweep = params.sweeps["split_size_distributed"]
     points = sweep_cells(sweep, "quick")
-    values = sweep.values["quick"]
+    values = sweep.values_at("quick")
     assert [point for point, _ in points[:2]] == [SweepPoint("single"), SweepPoint("model_parallel")]
     assert [(point.curve, point.value) for point, _ in points[2:]] == [
         (curve, value) for curve in sweep.curves for value in values]
@@ -40,6 +40,39 @@ def test_the_default_sweeps_time_every_value_per_curve_beside_the_references(bas
 def test_a_sweep_needs_values_for_the_scale(base_params, write_params):
     del base_params["sweeps"]["split_size"]["values"]["quick"]
     with pytest.raises(ConfigError, match=r"sweeps.split_size.values has no list for scale 'quick'"):
+        load_params(write_params(base_params))
+
+
+def test_one_list_of_values_serves_every_scale(base_params, write_params):
+    base_params["sweeps"]["split_size"]["values"] = [2, 6, 12]
+    for scale in ("quick", "paper"):
+        base_params["scale"] = scale
+        sweep = load_params(write_params(base_params)).sweeps["split_size"]
+        assert [point.value for point, _ in sweep_cells(sweep, scale)[2:]] == [2, 6, 12]
+
+
+def test_a_value_that_could_never_run_stops_before_any_cell(base_params, write_params):
+    base_params["sweeps"]["split_size"]["values"] = [4, 12, 24]  # quick batch: 12
+    with pytest.raises(ConfigError, match=r"\(sweeps\.split_size, the cell \{'pipeline\.split_sizes\.resnet50': 24, "
+                                          r"'pipeline\.engine': 'inprocess'\}\): pipeline\.split_sizes\.resnet50: 24 "
+                                          r"is larger than scales\.resnet50\.quick\.batch_size: 12"):
+        load_params(write_params(base_params))
+    base_params["sweeps"]["split_size"]["values"] = [4]
+    base_params["sweeps"]["split_size"]["curves"]["inprocess"] = {"pipeline.shedule": "1f1b"}
+    with pytest.raises(ConfigError, match=r"\(sweeps\.split_size, the cell .*\) is invalid \(1 problem\):\n"
+                                          r"  - pipeline\.shedule: unknown key \(value '1f1b'\); did you mean "
+                                          r"'schedule'\?"):
+        load_params(write_params(base_params))
+
+
+def test_a_sweep_reads_the_inputs_it_names(base_params, write_params):
+    base_params["sweeps"]["split_size"]["inputs"] = "data/prepared/fashion_mnist"
+    raw_sweep = load_params(write_params(base_params)).sweeps["split_size"]
+    assert sweep_params(base_params, raw_sweep)["inputs"]["resnet50"] == "data/prepared/fashion_mnist"
+    assert base_params["inputs"]["resnet50"].endswith("random_images.py"), "the workload's own entry is left alone"
+    base_params["sweeps"]["split_size"]["inputs"] = "data/raw/hotdog"
+    with pytest.raises(ConfigError, match=r"sweeps\.split_size\.inputs: 'data/raw/hotdog' is not what resnet50 can "
+                                          r"read"):
         load_params(write_params(base_params))
 
 

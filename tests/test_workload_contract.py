@@ -129,8 +129,9 @@ def toy_plan(strategy: str, epochs: int = 3) -> RunPlan:
     setup = cpu_setup(devices=2, blocks=4, batch_shape=(16, SET_SIZE, DIMS))
     settings = SetSettings(epochs=epochs, batch_size=16, lr=0.01, scaling="strong", warmup_steps=1, seed=0,
                            head_lr_mult=10.0)
-    return RunPlan(role="train", workload_name=TOY.name, strategy_name=strategy, scale="tiny", settings=settings,
-                   setup=setup, replicas=STRATEGIES[strategy].data_replicas(setup), global_batch=16, lr=0.01)
+    return RunPlan(role="train", workload_name=TOY.name, strategy_name=strategy, dataset=None, scale="tiny",
+                   settings=settings, setup=setup, replicas=STRATEGIES[strategy].data_replicas(setup),
+                   global_batch=16, lr=0.01)
 
 
 def train_rank(rank: int, world_size: int, strategy: str, out: Path) -> None:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from parabench.data.registry import DATASETS
 from parabench.data.source import DataSource
 from parabench.errors import ConfigError
+from parabench.inputs import check_input_choice, check_inputs, input_choices
 from parabench.params_problems import explain, non_finite_keys
 from parabench.runtime.hardware import Hardware
 from parabench.strategies import STRATEGIES
@@ -72,15 +73,19 @@ class BenchmarkOptions(Strict):
         return value
 
 
+Values = Annotated[list[Any], Field(min_length=1)]
+
+
 class Sweep(Strict):
-    """One sweep: a workload under a strategy with one params key set to each value (a list per scale), once per
-    curve (a curve's own overrides, e.g. another pipeline schedule); `single` and `model_parallel` are timed
-    beside it as reference lines."""
+    """One sweep: a workload under a strategy with one params key set to each value (one list, or a list per
+    scale), once per curve (a curve's own overrides, e.g. another pipeline schedule), on the inputs it names;
+    `single` and `model_parallel` are timed beside it as reference lines."""
 
     workload: Literal[WORKLOAD_NAMES]  # type: ignore[valid-type]
     strategy: Literal[STRATEGY_NAMES]  # type: ignore[valid-type]
+    inputs: str  # what its cells read, as params.yaml `inputs` says for a workload (the stage's DVC dependency)
     param: str  # a dotted params.yaml key, e.g. pipeline.split_sizes.resnet50
-    values: dict[str, Annotated[list[Any], Field(min_length=1)]]  # scale -> the values to time
+    values: Values | dict[str, Values]  # the values to time, at every scale or per scale
     curves: Annotated[dict[str, dict[str, Any]], Field(min_length=1)]  # curve name -> its overrides (dotted keys)
     rounds: Annotated[int, Field(ge=1)]  # each round times every cell once, in rotating order
     warmup_steps: Annotated[int, Field(ge=0)]  # steps per run left out of the timing
@@ -93,6 +98,15 @@ class Sweep(Strict):
             if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
                 raise ValueError(f"curve name {name!r} becomes a file name: use letters, digits, '_', '.', '-'")
         return value
+
+    def values_at(self, scale: str) -> list[Any] | None:
+        """The values timed at `scale` (None when they are given per scale and this one has no list)."""
+        return self.values.get(scale) if isinstance(self.values, dict) else self.values
+
+    def cells(self, scale: str) -> list[tuple[str, Any, dict[str, Any]]]:
+        """(curve, value, params overrides) of each of its cells at `scale`, curve after curve, value after value."""
+        return [(curve, value, {self.param: value, **overrides}) for curve, overrides in self.curves.items()
+                for value in self.values_at(scale) or []]
 
 
 Scales = create_model(
@@ -120,11 +134,16 @@ class Params(Strict):
     scale: str
     scales: Scales  # type: ignore[valid-type]
     data: DataSources  # type: ignore[valid-type]
+    inputs: dict[str, str]  # workload -> what its stages read besides the code (dvc.yaml's foreach over workloads)
     sweeps: dict[str, Sweep]
 
     def settings(self, workload: str) -> TrainSettings:
         """The hyper-parameters of `workload` at the chosen scale."""
         return getattr(self.scales, workload)[self.scale]
+
+    def dataset_read(self, workload: str) -> str | None:
+        """The prepared dataset a workload's runs read (`inputs`); None when it draws its own data."""
+        return input_choices(workload)[self.inputs[workload]]
 
     def data_source(self, dataset: str) -> DataSource:
         """A dataset's params section: where it comes from (`download` or a local folder), and its options."""
@@ -132,8 +151,13 @@ class Params(Strict):
 
 
 def load_params(path: Path = PARAMS_FILE) -> Params:
-    """Read and validate params.yaml; every problem becomes one ConfigError naming key, value and fix."""
-    return validate_params(read_raw_params(path), str(path))
+    """Read and validate params.yaml, every sweep's cells included; every problem becomes one ConfigError naming
+    key, value and fix."""
+    raw = read_raw_params(path)
+    params = validate_params(raw, str(path))
+    for name, sweep in params.sweeps.items():
+        _check_sweep_cells(str(path), raw, name, sweep, params.scale)
+    return params
 
 
 def read_raw_params(path: Path = PARAMS_FILE) -> dict[str, Any]:
@@ -178,6 +202,11 @@ def with_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str, 
     return changed
 
 
+def sweep_params(raw: dict[str, Any], sweep: Sweep) -> dict[str, Any]:
+    """Plain params values as a sweep's cells see them: its workload reading the sweep's own inputs."""
+    return with_overrides(raw, {f"inputs.{sweep.workload}": sweep.inputs})
+
+
 def _check_cross_fields(path: str, params: Params) -> None:
     for workload in WORKLOADS:
         by_scale = getattr(params.scales, workload)
@@ -196,15 +225,25 @@ def _check_cross_fields(path: str, params: Params) -> None:
                 f"so a micro-batch could never be filled (checked whatever the strategy, so that a later "
                 f"`-S strategy=pipeline` does not fail); set {key} to at most {batch_size}."
             )
+    check_inputs(path, params.inputs)
     for name, sweep in params.sweeps.items():
-        if params.scale not in sweep.values:
+        if sweep.values_at(params.scale) is None:
             raise ConfigError(
-                f"{path}: sweeps.{name}.values has no list for scale {params.scale!r}; add one, or choose a scale "
-                f"among {', '.join(sorted(sweep.values))}."
+                f"{path}: sweeps.{name}.values has no list for scale {params.scale!r}; add one, give one list for "
+                f"every scale, or choose a scale among {', '.join(sorted(sweep.values))}."
             )
+        check_input_choice(path, f"sweeps.{name}.inputs", sweep.workload, sweep.inputs)
         if sweep.param == "pipeline.split_size" and sweep.workload in params.pipeline.split_sizes:
             raise ConfigError(
                 f"{path}: sweeps.{name}.param: pipeline.split_size does not reach {sweep.workload}, whose "
                 f"pipeline.split_sizes.{sweep.workload} entry takes precedence; sweep "
                 f"pipeline.split_sizes.{sweep.workload} instead."
             )
+
+
+def _check_sweep_cells(path: str, raw: dict[str, Any], name: str, sweep: Sweep, scale: str) -> None:
+    """Each of a sweep's cells, its value and its curve's overrides applied to params.yaml, is valid params: a value
+    that could never run (a split size above the batch, a string for a number) stops here, not minutes into it."""
+    base = sweep_params(raw, sweep)
+    for _, _, overrides in sweep.cells(scale):
+        validate_params(with_overrides(base, overrides), f"{path} (sweeps.{name}, the cell {overrides})")

@@ -7,15 +7,23 @@ from typing import Any
 
 from parabench.data import fashion_mnist, hotdog, miniimagenet
 from parabench.data.source import DataSource
+from parabench.data.training_images import (
+    TrainingImages,
+    fashion_mnist_training_images,
+    hotdog_training_images,
+    miniimagenet_training_images,
+)
 
 
 @dataclass(frozen=True)
 class Dataset:
-    """A dataset's params.yaml section model, its download (raw folder, section) and its prepare (raw, out)."""
+    """A dataset's params.yaml section model, its download (raw folder, section), its prepare (raw, out), and its
+    prepared training images (for a synthetic workload that times on real pixels)."""
 
     source_model: type[DataSource]
     download: Callable[[Path, Any], object]
     prepare: Callable[[Path, Path], None]
+    training_images: Callable[[Path], TrainingImages]
 
 
 def _download_fashion_mnist(dest_dir: Path, section: DataSource) -> None:
@@ -23,7 +31,8 @@ def _download_fashion_mnist(dest_dir: Path, section: DataSource) -> None:
 
 
 DATASETS: dict[str, Dataset] = {
-    "fashion_mnist": Dataset(DataSource, _download_fashion_mnist, fashion_mnist.prepare),
-    "hotdog": Dataset(DataSource, hotdog.download, hotdog.prepare),
-    "miniimagenet": Dataset(miniimagenet.MiniImagenetSource, miniimagenet.download, miniimagenet.prepare),
+    "fashion_mnist": Dataset(DataSource, _download_fashion_mnist, fashion_mnist.prepare, fashion_mnist_training_images),
+    "hotdog": Dataset(DataSource, hotdog.download, hotdog.prepare, hotdog_training_images),
+    "miniimagenet": Dataset(miniimagenet.MiniImagenetSource, miniimagenet.download, miniimagenet.prepare,
+                            miniimagenet_training_images),
 }

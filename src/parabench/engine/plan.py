@@ -34,6 +34,7 @@ class RunPlan(BaseModel):
     role: Role
     workload_name: str
     strategy_name: str
+    dataset: str | None  # the prepared dataset the run reads (params.yaml `inputs`); None: the workload draws its data
     scale: str
     settings: SerializeAsAny[TrainSettings]
     setup: StrategySetup
@@ -147,8 +148,9 @@ def make_plan(params: Params, workload_name: str, role: Role, strategy_name: str
                 "replica)."
             )
     strategy.check(setup, global_batch)
-    plan = RunPlan(role=role, workload_name=workload_name, strategy_name=strategy.name, scale=params.scale,
-                   settings=settings, setup=setup, replicas=replicas, global_batch=global_batch, lr=lr, copies=copies)
+    plan = RunPlan(role=role, workload_name=workload_name, strategy_name=strategy.name,
+                   dataset=params.dataset_read(workload_name), scale=params.scale, settings=settings, setup=setup,
+                   replicas=replicas, global_batch=global_batch, lr=lr, copies=copies)
     if machine.accelerator == "cpu" and plan.processes_per_node > machine.cores and not params.hardware.oversubscribe:
         raise ConfigError(
             f"{PARAMS_FILE}: hardware.devices: {machine.devices} makes {STRATEGY_KEYS[role]}={strategy.name} start "

@@ -21,8 +21,6 @@ class SweepPoint:
 def sweep_cells(sweep: Sweep, scale: str) -> list[tuple[SweepPoint, Cell]]:
     """The reference lines first, then every curve's cells in the order of the scale's values."""
     points = [(SweepPoint(strategy), Cell(sweep.workload, strategy)) for strategy in REFERENCE_LINES]
-    for curve, overrides in sweep.curves.items():
-        for value in sweep.values[scale]:
-            cell = Cell(sweep.workload, sweep.strategy, ((sweep.param, value), *overrides.items()))
-            points.append((SweepPoint(curve, value), cell))
+    points += [(SweepPoint(curve, value), Cell(sweep.workload, sweep.strategy, tuple(overrides.items())))
+               for curve, value, overrides in sweep.cells(scale)]
     return points

@@ -20,9 +20,8 @@ from parabench.workloads import WorkloadData
 
 
 def prepared_folder(plan: RunPlan) -> Path | None:
-    """The plan's prepared dataset folder (None for synthetic workloads)."""
-    dataset = plan.workload.dataset
-    return prepared_dir(dataset) if dataset else None
+    """The prepared dataset folder the plan reads (None when its workload draws its own data)."""
+    return prepared_dir(plan.dataset) if plan.dataset else None
 
 
 def open_data(plan: RunPlan) -> WorkloadData:

@@ -92,6 +92,7 @@ class Workload(ABC):
 
     name: ClassVar[str]
     dataset: ClassVar[str | None]  # the dataset stages it needs; None for synthetic data
+    generator_file: ClassVar[str | None] = None  # synthetic data: the source file that draws it, from the project root
     settings_model: ClassVar[type[TrainSettings]]
     primary_metric: ClassVar[str | None]  # the evaluate() key that speedup and report compare; None: time only
 
@@ -134,4 +135,5 @@ class Workload(ABC):
 
     @abstractmethod
     def open(self, prepared: Path | None, settings: TrainSettings) -> WorkloadData:
-        """Open the prepared data (None for synthetic workloads)."""
+        """Open the prepared data. A synthetic workload draws its data when `prepared` is None; given a prepared
+        dataset's folder (params.yaml `inputs`), it times on that dataset's training images instead."""

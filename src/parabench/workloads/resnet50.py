@@ -2,7 +2,8 @@
 
 Batches of random 3 x image_size x image_size images with random classes among num_classes, MSE against
 one-hot targets, SGD; a run (an epoch) is num_batches batches, and the seed's `repeats` are epochs. There is no
-dataset and no accuracy: the data only makes the model work, so the metrics are times, rates and memory.
+dataset and no accuracy: the data only makes the model work, so the metrics are times, rates and memory. With
+params.yaml `inputs.resnet50` naming a prepared dataset, the images are that dataset's real pixels instead.
 """
 
 from pathlib import Path
@@ -14,7 +15,9 @@ from torch import nn
 
 from parabench.models.resnet50 import SEED_CUT, resnet50_blocks
 from parabench.workloads.contract import TrainSettings, Workload
-from parabench.workloads.random_images import NOT_APPLICABLE, RandomImages
+from parabench.workloads.random_images import random_images
+from parabench.workloads.real_pixels import real_pixel_images
+from parabench.workloads.timing_images import NOT_APPLICABLE, TimingImages
 
 
 class Resnet50Settings(TrainSettings):
@@ -31,6 +34,7 @@ class Resnet50(Workload):
 
     name = "resnet50"
     dataset = None
+    generator_file = "src/parabench/workloads/random_images.py"
     settings_model = Resnet50Settings
     primary_metric = None
 
@@ -49,6 +53,8 @@ class Resnet50(Workload):
     def optimizer(self, groups: list[dict], settings: Resnet50Settings) -> torch.optim.Optimizer:
         return torch.optim.SGD(groups)
 
-    def open(self, prepared: Path | None, settings: Resnet50Settings) -> RandomImages:
-        return RandomImages.draw(settings.num_batches * settings.batch_size, self.unit_shape(settings),
-                                 settings.num_classes, settings.seed)
+    def open(self, prepared: Path | None, settings: Resnet50Settings) -> TimingImages:
+        units = settings.num_batches * settings.batch_size
+        if prepared is None:
+            return random_images(units, self.unit_shape(settings), settings.num_classes, settings.seed)
+        return real_pixel_images(prepared, units, settings.image_size, settings.num_classes, settings.seed)

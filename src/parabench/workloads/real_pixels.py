@@ -1,0 +1,44 @@
+"""Real pixels for a synthetic workload: a seeded choice of a prepared dataset's training images, as model inputs.
+
+The same timing can then be taken on real images instead of random normal ones: grey images become three equal
+channels, every image is resized to the workload's size (antialiased) and normalised with ImageNet's statistics.
+The classes stay random (drawn from the seed), as for random images: the data only makes the model work.
+"""
+
+import math
+from pathlib import Path
+
+import torch
+from torchvision.transforms import v2
+
+from parabench.data.origin import origin_summary
+from parabench.data.registry import DATASETS
+from parabench.errors import DataError
+from parabench.workloads.image_views import normalized
+from parabench.workloads.timing_images import TimingImages
+
+
+def real_pixel_images(prepared: Path, units: int, image_size: int, num_classes: int, seed: int) -> TimingImages:
+    """`units` training images of the dataset prepared in `prepared` (data/prepared/<dataset>), in an order drawn
+    from `seed` (each image once before any repeats), as 3 x image_size x image_size inputs with random classes."""
+    dataset = prepared.name
+    if dataset not in DATASETS:
+        raise DataError(f"{prepared} is no prepared dataset's folder; the datasets are {', '.join(sorted(DATASETS))} "
+                        "(each prepared in data/prepared/<dataset>).")
+    found = DATASETS[dataset].training_images(prepared)
+    if len(found.images) == 0:
+        raise DataError(f"{prepared} holds no training image; run `dvc repro prepare@{dataset}` again.")
+    generator = torch.Generator().manual_seed(seed)
+    order = torch.randperm(len(found.images), generator=generator)
+    chosen = order.repeat(math.ceil(units / len(order)))[:units]
+    pixels = torch.from_numpy(found.images[chosen.numpy()])
+    if pixels.shape[1] == 1:
+        pixels = pixels.expand(-1, 3, -1, -1)
+    images = normalized(v2.functional.resize(pixels, [image_size, image_size], antialias=True))
+    classes = torch.randint(0, num_classes, (units,), generator=generator)
+    repeats = f", each used up to {math.ceil(units / len(order))} times" if units > len(order) else ""
+    where = found.data_origin.split(";", 1)[1].strip() if ";" in found.data_origin else found.data_origin
+    origin = (f"real pixels: {units:,} training images of {origin_summary(found.data_origin)}, resized to "
+              f"3x{image_size}x{image_size}, with random classes among {num_classes:,} (images and classes chosen "
+              f"by seed {seed}{repeats}); {where}")
+    return TimingImages(images, classes, num_classes, origin)
