@@ -1,27 +1,39 @@
-"""Benchmark: what a two-stage CPU pipeline can reach, from each stage's own cost per micro-batch.
+"""Benchmark: where a two-stage CPU pipeline's step goes, from each stage's own cost per micro-batch.
 
-    python benchmarks/pipeline_stage_cost.py [--image-size 48] [--batch 12] [--cut 4 2] [--repeats 5]
+    python benchmarks/pipeline_stage_cost.py [--image-size 48] [--batch 12] [--cut 3 3] [--splits 1 3 12]
+                                             [--repeats 5] [--measured results/sweep/split_size_distributed.json]
 
 The distributed pipeline gives each stage one process with its share of the cores (1 thread of 2). This times,
-in one process, each stage's forward + backward on a micro-batch of every size that divides the batch, at one
-thread, and `single`'s step on the whole batch at two threads. With m micro-batches and S stages a GPipe or
-1F1B step cannot beat (m + S - 1) x the slower stage's time per micro-batch, even with free communication and
-perfect overlap; the table prints that bound beside `single`, so the sweep's measured curve can be read
-against it: the gap between the bound and the sweep is what sending activations and the schedule cost. Each
-figure is the median over `repeats` after one warm-up; the CPU model and vector ISA are printed first.
+in one process, ResNet-50's training step (forward, backward, SGD update) on the whole batch at 2 threads and at
+1 (`single` at 2 threads is the reference; their ratio is what intra-op threading already gets from the second
+core), then each stage's forward + backward + update on one micro-batch of every split size, at 1 thread, and
+the whole model's on the same micro-batch at 1 thread and at 2 (how the cost per image changes with the
+micro-batch; m times the 2-thread figure bounds from above what `single` would take accumulating gradients over
+the same m micro-batches, a variant of single that no strategy here runs: it counts m updates, not one). With m
+micro-batches and S stages, a GPipe or 1F1B step cannot beat (m + S - 1) x the slower stage's time per
+micro-batch even with free communication; that bound splits into the work shared evenly (m x the mean stage),
+the imbalance (m x (slower - mean)) and the bubble ((S - 1) x slower). Given a sweep's results (`--measured`),
+each distributed curve's median step is set beside the bound: what is left over is sending activations and
+gradients, the schedule's own work and the contention of the processes. Each figure is the median over
+`repeats` after one warm-up; the CPU model and vector ISA are printed first.
 """
 
 import argparse
+import json
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 from torch import Tensor, nn
+from torch.nn import functional as F
 
 from parabench.models.resnet50 import resnet50_blocks
 from parabench.runtime.environment import machine_identity
 from parabench.strategies.partition import cut
+
+CLASSES = 1000
 
 
 def median_seconds(work: Callable[[], None], repeats: int) -> float:
@@ -35,45 +47,81 @@ def median_seconds(work: Callable[[], None], repeats: int) -> float:
     return statistics.median(times)
 
 
-def forward_backward(module: nn.Module, inputs: Tensor) -> Callable[[], None]:
-    """One forward and backward of `module` on `inputs` (gradients flow back to the inputs, as in a pipeline)."""
+def training_step(module: nn.Module, inputs: Tensor, last: bool) -> Callable[[], None]:
+    """One forward, backward and SGD update of `module` on `inputs`: against one-hot targets (MSE, as the workload
+    trains) when it ends the model, else with a gradient flowing back to its inputs, as a middle stage gets."""
+    optimizer = torch.optim.SGD(module.parameters(), lr=0.001)
+    targets = F.one_hot(torch.arange(len(inputs)) % CLASSES, CLASSES).float()
 
     def work() -> None:
+        optimizer.zero_grad(set_to_none=True)
         leaf = inputs.detach().requires_grad_(True)
-        module(leaf).sum().backward()
+        outputs = module(leaf)
+        (F.mse_loss(outputs, targets) if last else outputs.sum()).backward()
+        optimizer.step()
 
     return work
+
+
+def measured_steps(path: Path) -> dict[tuple[str, int], tuple[float, list[int]]]:
+    """(curve, split size) -> the median step time and the cut of each distributed cell that ran, from a sweep's
+    results file."""
+    cells = json.loads(path.read_text())["cells"]
+    return {(cell["curve"], cell["value"]): (cell["step_time_s"]["median"], cell["strategy_details"]["cut"])
+            for cell in cells
+            if cell["status"] == "ran" and cell.get("strategy_details", {}).get("engine") == "distributed"}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--image-size", type=int, default=48)
     parser.add_argument("--batch", type=int, default=12)
-    parser.add_argument("--cut", type=int, nargs="+", default=[4, 2], help="blocks per stage (6 blocks in all)")
+    parser.add_argument("--cut", type=int, nargs="+", default=[3, 3], help="blocks per stage (6 blocks in all)")
+    parser.add_argument("--splits", type=int, nargs="+", help="micro-batch sizes (default: every divisor of batch)")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--measured", type=Path, help="a sweep's results/sweep/<name>.json to set beside the bound")
     args = parser.parse_args()
     identity = machine_identity()
     print(f"{identity['cpu_model']} ({identity['cpu_capability']}), torch {identity['torch']}, "
           f"{args.image_size} px, batch {args.batch}, cut {args.cut}")
     torch.manual_seed(0)
-    model = resnet50_blocks(1000)
+    model = resnet50_blocks(CLASSES)
     stages = cut(model, args.cut)
     batch = torch.randn(args.batch, 3, args.image_size, args.image_size)
-    torch.set_num_threads(2)
-    single = median_seconds(forward_backward(model, batch), args.repeats)
-    torch.set_num_threads(1)
-    print(f"single, 2 threads, whole batch: {single:.3f} s/step")
-    print("split_size | micro-batches | " + " | ".join(f"stage {i} s/micro-batch" for i in range(len(stages)))
-          + " | bound (m+S-1) x slower, s/step | best speedup vs single")
-    for split_size in [size for size in range(1, args.batch + 1) if args.batch % size == 0]:
-        micro_batches = args.batch // split_size
-        activation, costs = batch[:split_size], []
-        for stage in stages:
-            costs.append(median_seconds(forward_backward(stage, activation), args.repeats))
+    single = {}
+    for threads in (2, 1):
+        torch.set_num_threads(threads)
+        single[threads] = median_seconds(training_step(model, batch, last=True), args.repeats)
+    print(f"single on the whole batch: {single[2]:.3f} s/step at 2 threads, {single[1]:.3f} s at 1 "
+          f"(threading gets {single[1] / single[2]:.2f}x from the second core)")
+    measured = measured_steps(args.measured) if args.measured else {}
+    curves = sorted({curve for curve, _ in measured})
+    print("split | m | whole model s/micro-batch at 1 thread, at 2 (x m: single accumulating) | "
+          + " | ".join(f"stage {index} s/micro-batch" for index in range(len(stages)))
+          + " | bound s/step = even work + imbalance + bubble | bound speedup vs single"
+          + "".join(f" | {curve}: measured s/step (left over; its cut)" for curve in curves))
+    for split_size in args.splits or [size for size in range(1, args.batch + 1) if args.batch % size == 0]:
+        micro_batches, activation = args.batch // split_size, batch[:split_size]
+        whole = {}
+        for threads in (2, 1):
+            torch.set_num_threads(threads)
+            whole[threads] = median_seconds(training_step(model, activation, last=True), args.repeats)
+        torch.set_num_threads(1)
+        costs = []
+        for index, stage in enumerate(stages):
+            costs.append(median_seconds(training_step(stage, activation, last=index == len(stages) - 1),
+                                        args.repeats))
             activation = stage(activation).detach()
-        bound = (micro_batches + len(stages) - 1) * max(costs)
-        print(f"{split_size} | {micro_batches} | " + " | ".join(f"{cost:.3f}" for cost in costs)
-              + f" | {bound:.3f} | {single / bound:.2f}")
+        slower, mean = max(costs), statistics.mean(costs)
+        even, imbalance, bubble = micro_batches * mean, micro_batches * (slower - mean), (len(stages) - 1) * slower
+        bound = even + imbalance + bubble
+        row = (f"{split_size} | {micro_batches} | {whole[1]:.3f}, {whole[2]:.3f} ({micro_batches * whole[2]:.3f}) | "
+               + " | ".join(f"{cost:.3f}" for cost in costs)
+               + f" | {bound:.3f} = {even:.3f} + {imbalance:.3f} + {bubble:.3f} | {single[2] / bound:.2f}")
+        for curve in curves:
+            step, cell_cut = measured.get((curve, split_size), (None, None))
+            row += f" | {step:.3f} ({step - bound:+.3f}; {cell_cut})" if step is not None else " | -"
+        print(row)
 
 
 if __name__ == "__main__":
