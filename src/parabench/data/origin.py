@@ -79,3 +79,8 @@ def origin_summary(sentence: str) -> str:
     the parenthesised details, short enough for a table (e.g. "miniImageNet SAMPLE: 2,000 of the official 60,000
     images, split files cut to match")."""
     return re.sub(r"\s*\([^)]*\)", "", sentence.split(";", 1)[0]).strip()
+
+
+def origin_source(sentence: str) -> str:
+    """A data_origin sentence's second part, where the data came from (the whole sentence if it has no `;`)."""
+    return sentence.split(";", 1)[-1].strip()

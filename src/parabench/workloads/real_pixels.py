@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 from torchvision.transforms import v2
 
-from parabench.data.origin import origin_summary
+from parabench.data.origin import origin_source, origin_summary
 from parabench.data.registry import DATASETS
 from parabench.errors import DataError
 from parabench.workloads.image_views import normalized
@@ -37,8 +37,7 @@ def real_pixel_images(prepared: Path, units: int, image_size: int, num_classes: 
     images = normalized(v2.functional.resize(pixels, [image_size, image_size], antialias=True))
     classes = torch.randint(0, num_classes, (units,), generator=generator)
     repeats = f", each used up to {math.ceil(units / len(order))} times" if units > len(order) else ""
-    where = found.data_origin.split(";", 1)[1].strip() if ";" in found.data_origin else found.data_origin
     origin = (f"real pixels: {units:,} training images of {origin_summary(found.data_origin)}, resized to "
               f"3x{image_size}x{image_size}, with random classes among {num_classes:,} (images and classes chosen "
-              f"by seed {seed}{repeats}); {where}")
+              f"by seed {seed}{repeats}); {origin_source(found.data_origin)}")
     return TimingImages(images, classes, num_classes, origin)
