@@ -89,7 +89,7 @@ def bare_loop_step(model: nn.Module) -> Callable[[Batch], None]:
 def run_round(plan: RunPlan, data: WorkloadData, batches: Sequence[Batch], warmup: int) -> tuple[Lockstep, float]:
     """One lockstep pass with fresh models; returns the step times and how far the two models' parameters differ."""
     process = start(plan.machine)
-    trainer = build_trainer(plan, process)
+    trainer = build_trainer(plan, process, len(batches))
     trainer.parallel.module.train()
     torch.manual_seed(plan.settings.seed)
     bare_model = d2l_resnet18(10, in_channels=1, width=plan.settings.width)

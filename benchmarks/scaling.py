@@ -78,7 +78,7 @@ def run_worker(params_path: Path, steps: int, warmup: int, out: Path) -> None:
             shard_batches(data.train_units, batch, process.rank, process.world_size, seed, epoch=0), warmup + steps)]
         whole = [data.train_batch(0, chosen) for chosen in itertools.islice(
             shard_batches(data.train_units, batch, 0, 1, seed, epoch=0), warmup + steps)]
-        phases = {name: Phase(plan, build_trainer(plan, process), StepClock(process.device, warmup))
+        phases = {name: Phase(plan, build_trainer(plan, process, warmup + steps), StepClock(process.device, warmup))
                   for name, plan in plans.items() if name != "alone" or process.is_main}
 
         def step(name: str, one_batch: Batch) -> None:

@@ -24,7 +24,10 @@ def entries() -> list[CellRuns]:
     ceiling = CellRuns(Cell("fashion_mnist", "single", copies=2), ceiling_plan,
                        runs=[run([0.08, 0.08, 0.08], 2), run([0.08, 0.08, 0.08], 2)])
     dp = CellRuns(Cell("fashion_mnist", "dp"), None, skipped_reason="needs CUDA; use ddp")
-    return [single, ddp, ceiling, dp]
+    cut_plan = tiny_plan("model_parallel", two, "benchmark", batch_size=64)
+    cut = CellRuns(Cell("fashion_mnist", "model_parallel"), cut_plan,
+                   runs=[run([0.1, 0.1, 0.1], 1), run([0.1, 0.1, 0.1], 1)])
+    return [single, ddp, ceiling, dp, cut]
 
 
 def test_medians_spread_speedup_efficiency_and_ceiling():
@@ -37,7 +40,11 @@ def test_medians_spread_speedup_efficiency_and_ceiling():
     assert ddp["speedup"] == 2.0 and ddp["scaling_efficiency"] == 1.0
     assert ceiling["speedup"] == pytest.approx(2.5) and ceiling["devices"] == 2
     assert ddp["efficiency_vs_ceiling"] == pytest.approx(2.0 / 2.5)
+    cut = results["model_parallel"]
+    assert cut["devices"] == 2 and cut["speedup"] == 2.0
+    assert cut["efficiency_vs_ceiling"] is None, "a cut strategy changes the work: the ceiling does not bound it"
     assert single["efficiency_vs_ceiling"] is None, "one device is not compared with a two-device ceiling"
+    assert ceiling["efficiency_vs_ceiling"] is None, "the ceiling is not a data-parallel strategy"
     assert ddp["devices_virtual"] is True and single["devices_virtual"] is False
     assert ddp["peak_memory_mb"] == {"rank0": 100.0, "rank1": 101.0}
     assert ddp["contended"] is True and single["contended"] is False, "another program took 30% of the CPU"
@@ -58,7 +65,7 @@ def test_skipped_cell_has_a_reason_and_no_number(tmp_path):
     results = summarize_cells(entries())
     assert results["dp"] == {"status": "skipped", "reason": "needs CUDA; use ddp"}
     rows = table(results)
-    assert list(rows["cell"]) == ["single", "ddp", "ceiling"]
+    assert list(rows["cell"]) == ["single", "ddp", "ceiling", "model_parallel"]
     assert skipped(results) == [("dp", "needs CUDA; use ddp")]
     draw("fashion_mnist", rows, skipped(results), tmp_path / "figure.png")
     assert (tmp_path / "figure.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

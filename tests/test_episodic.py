@@ -5,22 +5,23 @@ import math
 import pytest
 import torch
 
-from parabench.workloads.episodic import episode_accuracies, mean_and_interval, relation_loss
+from parabench.stats import mean_and_interval
+from parabench.workloads.episodic import episode_accuracies, relation_loss
 
 
 def test_interval_is_1_96_sigma_over_the_root_of_the_episodes():
     accuracies = [0.2, 0.4, 0.4, 0.6, 1.0] * 120  # 600 episodes
-    mean, interval = mean_and_interval(accuracies)
+    mean, interval = mean_and_interval(torch.tensor(accuracies))
     sigma = math.sqrt(sum((a - 0.52) ** 2 for a in accuracies) / (len(accuracies) - 1))
     assert mean == pytest.approx(0.52)
     assert interval == pytest.approx(1.96 * sigma / math.sqrt(600))
     assert interval == pytest.approx(0.021726, abs=1e-6)  # by hand: sqrt(44.16 / 599) * 1.96 / sqrt(600)
-    assert mean_and_interval([0.4]) == (0.4, 0.0)
+    assert mean_and_interval(torch.tensor([0.4], dtype=torch.float64)) == (0.4, 0.0)
 
 
 def test_the_paper_reports_intervals_of_this_size():
     """Sung et al.'s 50.44 +- 0.82% over 600 episodes means a per-episode deviation of about 10%."""
-    _, interval = mean_and_interval([0.4044, 0.6044] * 300)
+    _, interval = mean_and_interval(torch.tensor([0.4044, 0.6044] * 300))
     assert interval == pytest.approx(0.0080, abs=2e-4)
 
 

@@ -51,7 +51,7 @@ def plan_for(case: str, seed: int = 0, threads: int = 1) -> RunPlan:
 def train_and_save(rank: int, world_size: int, case: str, out: Path, seed: int = 0, threads: int = 1) -> None:
     torch.set_num_threads(threads)
     process = Process(rank, rank, world_size, torch.device("cpu")) if world_size > 1 else CPU_PROCESS
-    result = fit(plan_for(case, seed, threads), process, separable_data(seed=seed), out / "ckpt.pt")
+    result = fit(plan_for(case, seed, threads), process, separable_data(seed=seed), out / "ckpt.pt", "test data")
     if process.is_main:
         torch.save({"history": result.history, "keys": list(result.state_dict)}, out / "result.pt")
 

@@ -36,7 +36,7 @@ def test_single_reaches_the_parameters_of_the_code_before_the_contract(tmp_path)
     before = torch.load(FIXTURE, weights_only=True)
     data = FashionMnistData(*brightness_images(32, 0), *brightness_images(64, 1), 32, "the fixture's images")
     plan = tiny_plan(epochs=2, lr=0.005, momentum=0.5, weight_decay=0.001)
-    result = fit(plan, CPU_PROCESS, data, tmp_path / "ckpt.pt")
+    result = fit(plan, CPU_PROCESS, data, tmp_path / "ckpt.pt", "test data")
     assert list(result.state_dict) == list(before["state_dict"])
     exact = torch.backends.cpu.get_cpu_capability() == before["cpu_capability"]
     for name, value in before["state_dict"].items():

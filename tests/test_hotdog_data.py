@@ -488,8 +488,12 @@ def test_the_shared_stand_in_folder_prepares_as_not_d2ls_file(tmp_path: Path, mo
     download(tmp_path / "raw", DOWNLOAD)
     prepare(tmp_path / "raw", tmp_path / "prepared")
     prepared = load_prepared(tmp_path / "prepared")
-    assert prepared.train_images.shape == (200, 3, 256, 256) and prepared.test_images.shape == (50, 3, 256, 256)
+    counts = {split: sum(1 for path in (SHARED_HOTDOG / split).rglob("*") if path.is_file()
+                         and not path.name.startswith(".")) for split in ("train", "test")}
+    assert prepared.train_images.shape == (counts["train"], 3, 256, 256)
+    assert prepared.test_images.shape == (counts["test"], 3, 256, 256)
     assert prepared.data_origin == (
-        "a hotdog-layout folder: 200 train + 50 test images, 2 classes (hotdog, not-hotdog), "
-        f"NOT d2l's hotdog.zip (2,000 + 800 images); from the local folder {SHARED_HOTDOG} (not checksum-verified)"
+        f"a hotdog-layout folder: {counts['train']:,} train + {counts['test']:,} test images, 2 classes (hotdog, "
+        "not-hotdog), NOT d2l's hotdog.zip (2,000 + 800 images); from the local folder "
+        f"{SHARED_HOTDOG} (not checksum-verified)"
     )

@@ -34,8 +34,8 @@ State = dict[str, Tensor]
 
 def settings(**changes: Any) -> HotdogSettings:
     values = dict(epochs=1, batch_size=BATCH, lr=LR, scaling="strong", warmup_steps=0, seed=0, pretrained="none",
-                  freeze_backbone=False, head_lr_mult=HEAD_MULT, momentum=0.0, weight_decay=0.0, image_size=SIZE,
-                  eval_batch_size=8)
+                  freeze_backbone=False, head_lr_mult=HEAD_MULT, optimizer="sgd", momentum=0.0, weight_decay=0.0,
+                  image_size=SIZE, crop_scale=0.08, eval_batch_size=8)
     return HotdogSettings(**{**values, **changes})
 
 
@@ -43,7 +43,7 @@ def data() -> HotdogData:
     generator = torch.Generator().manual_seed(5)
     images = torch.randint(0, 256, (UNITS, 3, STORED, STORED), dtype=torch.uint8, generator=generator)
     labels = torch.arange(UNITS) % 2
-    return HotdogData(images, labels, images[:4], labels[:4], 4, "random images made in the test", SIZE)
+    return HotdogData(images, labels, images[:4], labels[:4], 4, "random images made in the test", SIZE, 0.08)
 
 
 def plan(strategy: str, devices: int, **changes: Any) -> RunPlan:
@@ -56,7 +56,7 @@ def plan(strategy: str, devices: int, **changes: Any) -> RunPlan:
 def one_step(strategy: str, process: Process, **changes: Any) -> tuple[State, list[tuple[float, int]]]:
     """One optimiser step of the engine on this process's share of epoch 0's first batch, BatchNorm frozen;
     the parameters after it (gathered) and the optimiser's (lr, parameter count) per group."""
-    trainer = build_trainer(plan(strategy, process.world_size, **changes), process)
+    trainer = build_trainer(plan(strategy, process.world_size, **changes), process, steps_per_epoch=1)
     trainer.parallel.module.eval()
     parallel = trainer.parallel
     batch = next(epoch_batches(data(), BATCH, parallel.shard_index, parallel.shard_count, seed=0, epoch=0))
@@ -110,6 +110,15 @@ def test_the_head_learns_at_ten_times_the_base_rate_under_single():
     state, groups = one_step("single", CPU_PROCESS)
     head = {name for name in state if name.startswith("fc.")}
     assert groups == [(LR, 62 - len(head)), (LR * HEAD_MULT, len(head))]
+
+
+def test_adamw_keeps_the_groups_and_takes_no_momentum():
+    trainer = build_trainer(plan("single", 1, optimizer="adamw", weight_decay=0.05), CPU_PROCESS, steps_per_epoch=1)
+    assert isinstance(trainer.optimizer, torch.optim.AdamW)
+    assert [(group["lr"], group["weight_decay"]) for group in trainer.optimizer.param_groups] == [
+        (LR, 0.05), (LR * HEAD_MULT, 0.05)]
+    with pytest.raises(ValueError, match="momentum: 0.9 is SGD's, and optimizer is 'adamw'"):
+        settings(optimizer="adamw", momentum=0.9)
 
 
 def test_a_frozen_backbone_gets_no_gradient_and_does_not_move():

@@ -1,4 +1,4 @@
-"""The four floors of DESIGN.md: imports only go down, and no two parts import each other (no circle).
+"""The five floors (0 to 4) of DESIGN.md: imports only go down, and no two parts import each other (no circle).
 
 Floor 0 holds the small shared pieces; 1 the bottom (runtime, data, models); 2 what is applied to models
 (workloads, strategies); 3 the params schema and the engine; 4 the report. Every import statement counts,
@@ -10,7 +10,7 @@ from pathlib import Path
 
 SOURCE = Path(__file__).resolve().parents[1] / "src" / "parabench"
 FLOORS = {
-    "__init__": 0, "errors": 0, "io": 0, "paths": 0, "cli": 0, "batch": 0,
+    "__init__": 0, "errors": 0, "io": 0, "paths": 0, "cli": 0, "batch": 0, "stats": 0,
     "runtime": 1, "data": 1, "models": 1,
     "workloads": 2, "strategies": 2,
     "config": 3, "params_problems": 3, "inputs": 3, "engine": 3,

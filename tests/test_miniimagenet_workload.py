@@ -63,7 +63,7 @@ def test_a_short_run_records_episode_metrics(prepared, tmp_path):
     plan = RunPlan(role="train", workload_name="miniimagenet", strategy_name="single", dataset="miniimagenet",
                    scale="tiny", settings=chosen,
                    setup=setup, replicas=1, global_batch=2, lr=0.001)
-    result = fit(plan, CPU_PROCESS, WORKLOAD.open(prepared, chosen), tmp_path / "ckpt.pt")
+    result = fit(plan, CPU_PROCESS, WORKLOAD.open(prepared, chosen), tmp_path / "ckpt.pt", "test data")
     assert [row["epoch"] for row in result.history] == [1, 2]
     assert {"train_loss", "train_acc", "val_acc", "val_acc_ci95", "units_per_s"} <= set(result.history[-1])
     assert result.steps_per_epoch == 2

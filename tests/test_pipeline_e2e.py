@@ -31,8 +31,8 @@ TINY_EPISODES = {
 }
 TINY_HOTDOG = {
     "epochs": 1, "batch_size": 8, "lr": 0.01, "scaling": "strong", "warmup_steps": 1, "seed": 0, "pretrained": "none",
-    "freeze_backbone": False, "head_lr_mult": 10, "momentum": 0.9, "weight_decay": 0.001, "image_size": 32,
-    "eval_batch_size": 8,
+    "freeze_backbone": False, "head_lr_mult": 10, "optimizer": "sgd", "momentum": 0.9, "weight_decay": 0.001,
+    "image_size": 32, "crop_scale": 0.35, "eval_batch_size": 8,
 }
 TINY_RESNET50 = {
     "epochs": 2, "batch_size": 4, "lr": 0.001, "scaling": "strong", "warmup_steps": 1, "seed": 0, "image_size": 48,
@@ -228,3 +228,20 @@ def test_repro_then_experiment(tmp_path):
     for role in ("train", "reference"):
         record = json.loads((project / f"results/{role}/fashion_mnist.json").read_text())
         assert record["resumed_after_epoch"] == TINY_SCALE["epochs"], f"{role} trained again"
+
+    # A model never outlives its data: another source folder re-runs download, prepare, train and reference, and
+    # neither of them resumes the checkpoint it trained on the old photos; both are set aside, saying so.
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["data"]["hotdog"]["source"] = str(write_class_folder(tmp_path / "other-hotdog", seed=1))
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    moved = run(project, "dvc", "repro", "speedup@hotdog")
+    assert {f"{stage}@hotdog" for stage in ("download", "prepare", "train", "reference", "evaluate", "speedup")
+            } <= stages_run(moved)
+    assert moved.count("was trained on other data") == 2 and "training starts from scratch" in moved
+    for role in ("train", "reference"):
+        record = json.loads((project / f"results/{role}/hotdog.json").read_text())
+        assert record["resumed_after_epoch"] == 0 and record["data_origin"].endswith(
+            f"from the local folder {tmp_path / 'other-hotdog'} (not checksum-verified)")
+        assert (project / f"checkpoints/{role}/hotdog.pt.other-data").is_file()
+    compared = json.loads((project / "metrics/speedup/hotdog.json").read_text())
+    assert compared["test_acc_delta_ci95"] >= 0 and "test_acc_ci95" in compared

@@ -17,7 +17,8 @@ from tests.http_server import Route
 
 def settings(weights: str) -> HotdogSettings:
     return HotdogSettings(epochs=1, batch_size=8, lr=0.01, scaling="strong", warmup_steps=0, seed=0,
-                          pretrained=weights, freeze_backbone=False, head_lr_mult=10, momentum=0.0,
+                          pretrained=weights, freeze_backbone=False, head_lr_mult=10, optimizer="sgd", momentum=0.0,
+                          crop_scale=0.08,
                           weight_decay=0.0, image_size=32, eval_batch_size=8)
 
 

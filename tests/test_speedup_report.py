@@ -13,12 +13,13 @@ def record(strategy: str, seconds: float, devices: int, contended: bool = False)
 
 def test_speedup_efficiency_and_the_primary_metric_by_name():
     evaluation = {"train": {"test_acc": 0.30, "test_acc_ci95": 0.01}, "reference": {"test_acc": 0.25,
-                                                                                     "test_acc_ci95": 0.02}}
+                                                                                     "test_acc_ci95": 0.02},
+                  "paired": {"delta": 0.05, "ci95_low": 0.03, "ci95_high": 0.07, "items": 600, "mcnemar_p": None}}
     benchmark = {"ddp": {"status": "ran", "rate": 6.0}, "single": {"status": "ran", "rate": 4.0}}
     row = compare(record("ddp", 50, 2), record("single", 100, 1, contended=True), evaluation, benchmark, "test_acc")
     assert (row["speedup"], row["scaling_efficiency"], row["speedup_interleaved_robust"]) == (2.0, 1.0, 1.5)
     assert (row["test_acc"], row["test_acc_ci95"], row["reference_test_acc"]) == (0.30, 0.01, 0.25)
-    assert row["test_acc_delta"] == pytest.approx(0.05)
+    assert row["test_acc_delta"] == pytest.approx(0.05) and row["test_acc_delta_ci95"] == pytest.approx(0.02)
     assert row["episodes_per_s"] == 2.0 and row["contended"] is True
     assert row["data_origin"] == "miniImageNet SAMPLE: 2,000 of the official 60,000 images"
     assert row["pretrained"] == "none", "the workload's labels are in every row"
@@ -26,7 +27,8 @@ def test_speedup_efficiency_and_the_primary_metric_by_name():
 
 
 def test_no_interleaved_ratio_when_the_benchmark_did_not_run_both():
-    evaluation = {"train": {"test_acc": 0.3}, "reference": {"test_acc": 0.3}}
+    evaluation = {"train": {"test_acc": 0.3}, "reference": {"test_acc": 0.3},
+                  "paired": {"delta": 0.0, "ci95_low": -0.01, "ci95_high": 0.01, "items": 600, "mcnemar_p": 1.0}}
     skipped = {"ddp": {"status": "skipped", "reason": "..."}, "single": {"status": "ran", "rate": 4.0}}
     row = compare(record("ddp", 50, 2), record("single", 100, 1), evaluation, skipped, "test_acc")
     assert row["speedup_interleaved_robust"] is None

@@ -22,7 +22,7 @@ def one_thread():
 def test_loop_learns_and_records_every_epoch(tmp_path):
     """test_every_strategy_trains's settings; `single` reached 1.0 test accuracy at seeds 0-9 with 1 and 2 threads
     on AVX-512 and AVX2 kernels, so 0.75 stands well below the worst value seen (chance: 0.5)."""
-    result = fit(tiny_plan(epochs=6, lr=0.01), CPU_PROCESS, separable_data(), tmp_path / "ckpt.pt")
+    result = fit(tiny_plan(epochs=6, lr=0.01), CPU_PROCESS, separable_data(), tmp_path / "ckpt.pt", "test data")
     assert [row["epoch"] for row in result.history] == [1, 2, 3, 4, 5, 6]
     assert result.history[-1]["train_loss"] < result.history[0]["train_loss"] / 10
     assert result.history[-1]["test_acc"] >= 0.75, "two classes: chance is 0.5"
@@ -31,17 +31,17 @@ def test_loop_learns_and_records_every_epoch(tmp_path):
 
 
 def test_same_seed_same_result(tmp_path):
-    first = fit(tiny_plan(epochs=1), CPU_PROCESS, separable_data(), tmp_path / "a.pt")
-    second = fit(tiny_plan(epochs=1), CPU_PROCESS, separable_data(), tmp_path / "b.pt")
+    first = fit(tiny_plan(epochs=1), CPU_PROCESS, separable_data(), tmp_path / "a.pt", "test data")
+    second = fit(tiny_plan(epochs=1), CPU_PROCESS, separable_data(), tmp_path / "b.pt", "test data")
     for a, b in zip(first.state_dict.values(), second.state_dict.values()):
         assert torch.equal(a, b)
 
 
 def test_resume_after_a_crash_matches_an_uninterrupted_run(tmp_path):
-    straight = fit(tiny_plan(epochs=2), CPU_PROCESS, separable_data(), tmp_path / "straight.pt")
+    straight = fit(tiny_plan(epochs=2), CPU_PROCESS, separable_data(), tmp_path / "straight.pt", "test data")
     crashed_path = tmp_path / "crashed.pt"
-    fit(tiny_plan(epochs=1), CPU_PROCESS, separable_data(), crashed_path)  # what a run killed after epoch 1 leaves
-    resumed = fit(tiny_plan(epochs=2), CPU_PROCESS, separable_data(), crashed_path)
+    fit(tiny_plan(epochs=1), CPU_PROCESS, separable_data(), crashed_path, "test data")  # a run killed after epoch 1
+    resumed = fit(tiny_plan(epochs=2), CPU_PROCESS, separable_data(), crashed_path, "test data")
     assert resumed.resumed_after_epoch == 1
     assert [row["epoch"] for row in resumed.history] == [1, 2]
     for name, value in straight.state_dict.items():
@@ -59,19 +59,52 @@ def test_a_run_is_identified_by_what_shapes_its_math_and_timings_only():
     resplit = pipeline.model_copy(update={"setup": cpu_setup(devices=2, split_size=4)})
     assert run_description(resplit) != run_description(pipeline), "the pipeline's micro-batches shape its math"
     assert run_description(tiny_plan(epochs=5)) == run_description(tiny_plan(epochs=2)), "a longer run continues"
+    cosine = {"lr_schedule": "cosine", "lr_warmup_epochs": 1}
+    assert run_description(tiny_plan(epochs=5, **cosine)) != run_description(tiny_plan(epochs=2, **cosine)), \
+        "a cosine schedule ends at the last epoch: a longer run is another run"
+
+
+def test_a_cosine_schedule_warms_up_in_a_line_then_falls_to_zero_at_the_last_step():
+    plan = tiny_plan(epochs=3, lr=0.1, lr_schedule="cosine", lr_warmup_epochs=1)
+    trainer = build_trainer(plan, CPU_PROCESS, steps_per_epoch=4)
+    rates = []
+    for _ in range(12):
+        rates.append(trainer.optimizer.param_groups[0]["lr"])
+        trainer.optimizer.step()
+        trainer.schedule.step()
+    assert rates[:4] == pytest.approx([0.025, 0.05, 0.075, 0.1]), "4 warm-up steps: one epoch"
+    assert rates[4] == pytest.approx(0.1) and rates[4:] == sorted(rates[4:], reverse=True)
+    assert trainer.optimizer.param_groups[0]["lr"] == pytest.approx(0.0), "0 after the 12th and last step"
+    assert build_trainer(tiny_plan(), CPU_PROCESS, steps_per_epoch=4).schedule is None, "constant: no schedule"
 
 
 def test_checkpoint_of_another_run_is_ignored(tmp_path):
     path = tmp_path / "ckpt.pt"
-    fit(tiny_plan(epochs=1), CPU_PROCESS, separable_data(), path)
-    assert fit(tiny_plan(epochs=1, lr=0.01), CPU_PROCESS, separable_data(), path).resumed_after_epoch == 0
+    fit(tiny_plan(epochs=1), CPU_PROCESS, separable_data(), path, "test data")
+    assert fit(tiny_plan(epochs=1, lr=0.01), CPU_PROCESS, separable_data(), path, "test data").resumed_after_epoch == 0
+
+
+def test_a_checkpoint_trained_on_other_data_is_set_aside_and_training_starts_over(tmp_path, caplog):
+    path = tmp_path / "ckpt.pt"
+    straight = fit(tiny_plan(epochs=2), CPU_PROCESS, separable_data(), tmp_path / "straight.pt", "new data")
+    fit(tiny_plan(epochs=1), CPU_PROCESS, separable_data(), path, "old data")
+    trained_on_old = path.read_bytes()
+    with caplog.at_level("WARNING", logger="parabench.checkpoint"):
+        rerun = fit(tiny_plan(epochs=2), CPU_PROCESS, separable_data(), path, "new data")
+    assert rerun.resumed_after_epoch == 0 and rerun.data_id == "new data"
+    assert f"checkpoint {path} was trained on other data (digest old data; this run reads new data)" in caplog.text
+    assert "starts from scratch" in caplog.text
+    assert (tmp_path / "ckpt.pt.other-data").read_bytes() == trained_on_old, "kept for a look, under another name"
+    for name, value in straight.state_dict.items():
+        torch.testing.assert_close(rerun.state_dict[name], value, rtol=0, atol=0)
+    assert fit(tiny_plan(epochs=2), CPU_PROCESS, separable_data(), path, "new data").resumed_after_epoch == 2
 
 
 def test_train_pass_is_the_hand_written_loop_with_its_totals():
     """The loop's pass trains exactly as zero_grad/forward/backward/step would, and sums loss and hits right."""
     plan, data = tiny_plan(epochs=1), separable_data()
     indices = list(shard_batches(data.train_units, 16, 0, 1, seed=0, epoch=0))
-    trainer = build_trainer(plan, CPU_PROCESS)
+    trainer = build_trainer(plan, CPU_PROCESS, steps_per_epoch=1)
     batches = [data.train_batch(0, chosen) for chosen in indices]
     totals = train_pass(trainer, data, batches, len(batches), StepClock(CPU_PROCESS.device, 0))
 
@@ -99,15 +132,15 @@ def test_train_pass_is_the_hand_written_loop_with_its_totals():
 @pytest.mark.parametrize("damage", ["truncated", "not a checkpoint"])
 def test_an_unreadable_checkpoint_is_set_aside_and_training_starts_over(tmp_path, damage, caplog):
     path = tmp_path / "ckpt.pt"
-    straight = fit(tiny_plan(epochs=1), CPU_PROCESS, separable_data(), tmp_path / "straight.pt")
-    fit(tiny_plan(epochs=1), CPU_PROCESS, separable_data(), path)
+    straight = fit(tiny_plan(epochs=1), CPU_PROCESS, separable_data(), tmp_path / "straight.pt", "test data")
+    fit(tiny_plan(epochs=1), CPU_PROCESS, separable_data(), path, "test data")
     if damage == "truncated":
         path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     else:
         torch.save([1, 2, 3], path)
     damaged = path.read_bytes()
     with caplog.at_level("WARNING", logger="parabench.checkpoint"):
-        rerun = fit(tiny_plan(epochs=1), CPU_PROCESS, separable_data(), path)
+        rerun = fit(tiny_plan(epochs=1), CPU_PROCESS, separable_data(), path, "test data")
     assert rerun.resumed_after_epoch == 0
     assert f"checkpoint {path} is unreadable" in caplog.text and "starts from scratch" in caplog.text
     assert (tmp_path / "ckpt.pt.corrupt").read_bytes() == damaged, "kept for a look, under another name"
@@ -117,7 +150,7 @@ def test_an_unreadable_checkpoint_is_set_aside_and_training_starts_over(tmp_path
 
 def test_a_checkpoint_write_that_fails_half_way_keeps_the_previous_one(tmp_path, monkeypatch):
     path = tmp_path / "ckpt.pt"
-    fit(tiny_plan(epochs=1), CPU_PROCESS, separable_data(), path)
+    fit(tiny_plan(epochs=1), CPU_PROCESS, separable_data(), path, "test data")
     before = path.read_bytes()
     real_save = torch.save
 
@@ -130,7 +163,7 @@ def test_a_checkpoint_write_that_fails_half_way_keeps_the_previous_one(tmp_path,
     monkeypatch.setattr(torch, "save", disk_full)
     with pytest.raises(ParabenchError, match=r"checkpoint of epoch 2 .*No space left on device; the previous "
                                              r"checkpoint is intact"):
-        fit(tiny_plan(epochs=2), CPU_PROCESS, separable_data(), path)
+        fit(tiny_plan(epochs=2), CPU_PROCESS, separable_data(), path, "test data")
     assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.pt"]
     monkeypatch.setattr(torch, "save", real_save)
-    assert fit(tiny_plan(epochs=2), CPU_PROCESS, separable_data(), path).resumed_after_epoch == 1
+    assert fit(tiny_plan(epochs=2), CPU_PROCESS, separable_data(), path, "test data").resumed_after_epoch == 1

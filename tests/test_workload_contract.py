@@ -49,6 +49,7 @@ class SetData(WorkloadData):
     """Seeded synthetic sets and their targets: the sum of every coordinate of the set."""
 
     unit = "set"
+    score_name = "mae"
     points: Tensor
     targets: Tensor
     test_points: Tensor
@@ -72,9 +73,9 @@ class SetData(WorkloadData):
         return {"abs_error": (outputs - targets).abs().sum()}
 
     @torch.no_grad()
-    def evaluate(self, model: nn.Module, split: str, device: torch.device) -> dict[str, float]:
+    def item_scores(self, model: nn.Module, split: str, device: torch.device) -> Tensor:
         outputs = model.eval()(self.test_points.to(device)).cpu()
-        return {f"{split}_mae": float((outputs - self.test_targets).abs().mean())}
+        return (outputs - self.test_targets).abs()
 
 
 def make_sets(count: int, seed: int) -> tuple[Tensor, Tensor]:
@@ -109,7 +110,7 @@ class SetRegression(Workload):
     def optimizer(self, groups: list[dict], settings: SetSettings) -> torch.optim.Optimizer:
         return torch.optim.Adam(groups)
 
-    def lr_schedule(self, optimizer, settings: SetSettings):
+    def lr_schedule(self, optimizer, settings: SetSettings, steps_per_epoch: int):
         return torch.optim.lr_scheduler.StepLR(optimizer, step_size=3, gamma=0.5)
 
     def open(self, prepared: Path | None, settings: SetSettings) -> SetData:
@@ -139,7 +140,7 @@ def train_rank(rank: int, world_size: int, strategy: str, out: Path) -> None:
     torch.set_num_threads(1)
     process = Process(rank, rank, world_size, torch.device("cpu")) if world_size > 1 else CPU_PROCESS
     plan = toy_plan(strategy)
-    result = fit(plan, process, TOY.open(None, plan.settings), out / f"{strategy}.ckpt")
+    result = fit(plan, process, TOY.open(None, plan.settings), out / f"{strategy}.ckpt", "test data")
     if process.is_main:
         torch.save({"state": result.state_dict, "history": result.history}, out / f"{strategy}.pt")
 
@@ -147,14 +148,14 @@ def train_rank(rank: int, world_size: int, strategy: str, out: Path) -> None:
 def test_a_new_workload_trains_with_its_own_loss_tally_optimiser_and_schedule(tmp_path):
     train_rank(0, 1, "single", tmp_path)
     history = torch.load(tmp_path / "single.pt")["history"]
-    assert list(history[0]) == ["epoch", "train_loss", "train_abs_error", "test_mae", "step_time_s", "units_per_s",
-                                "other_cpu_share"]
+    assert list(history[0]) == ["epoch", "train_loss", "train_abs_error", "test_mae", "test_mae_ci95", "step_time_s",
+                                "units_per_s", "other_cpu_share"]
     assert history[-1]["train_loss"] < history[0]["train_loss"]
     assert history[-1]["test_mae"] < history[0]["test_mae"]
 
 
 def test_parameter_groups_and_schedule_come_from_the_workload():
-    trainer = build_trainer(toy_plan("single"), CPU_PROCESS)
+    trainer = build_trainer(toy_plan("single"), CPU_PROCESS, steps_per_epoch=1)
     assert [group["lr"] for group in trainer.optimizer.param_groups] == [0.01, pytest.approx(0.1)]
     assert isinstance(trainer.optimizer, torch.optim.Adam)
     for _ in range(3):
@@ -165,10 +166,11 @@ def test_parameter_groups_and_schedule_come_from_the_workload():
 
 def test_resume_restores_the_optimiser_and_the_schedule(tmp_path):
     straight = fit(toy_plan("single", epochs=2), CPU_PROCESS, TOY.open(None, toy_plan("single").settings),
-                   tmp_path / "straight.ckpt")
-    fit(toy_plan("single", epochs=1), CPU_PROCESS, TOY.open(None, toy_plan("single").settings), tmp_path / "crash.ckpt")
+                   tmp_path / "straight.ckpt", "test data")
+    fit(toy_plan("single", epochs=1), CPU_PROCESS, TOY.open(None, toy_plan("single").settings), tmp_path / "crash.ckpt",
+        "test data")
     resumed = fit(toy_plan("single", epochs=2), CPU_PROCESS, TOY.open(None, toy_plan("single").settings),
-                  tmp_path / "crash.ckpt")
+                  tmp_path / "crash.ckpt", "test data")
     assert resumed.resumed_after_epoch == 1
     for name, value in straight.state_dict.items():
         torch.testing.assert_close(resumed.state_dict[name], value, rtol=0, atol=0)

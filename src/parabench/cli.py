@@ -1,8 +1,9 @@
 """How every stage script starts: logging set up, user errors printed as one clear message (exit 2), Ctrl-C as one
-line (exit 130, the shell's code for SIGINT)."""
+line (exit 130, the shell's code for SIGINT), and how long it took (so a run's log says where its minutes went)."""
 
 import logging
 import sys
+import time
 from collections.abc import Callable
 
 from parabench.errors import ParabenchError
@@ -15,8 +16,10 @@ def stage_main(main: Callable[[], None]) -> None:
     checksum before the rename, so an interrupted stage leaves nothing that passes for a finished output.
     """
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    started = time.monotonic()
     try:
         main()
+        logging.getLogger("parabench").info("%s took %.1f s", " ".join(sys.argv), time.monotonic() - started)
     except ParabenchError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)

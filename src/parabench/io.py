@@ -1,5 +1,6 @@
-"""Atomic file and folder writes: a crash never leaves a half-written output for DVC to cache."""
+"""Files and folders: atomic writes (a crash never leaves a half-written output for DVC to cache), reads, digests."""
 
+import hashlib
 import json
 import os
 import secrets
@@ -67,3 +68,18 @@ def write_json(path: str | Path, data: Any) -> None:
 def read_json(path: str | Path) -> Any:
     """Read a JSON file."""
     return json.loads(Path(path).read_text())
+
+
+def tree_digest(path: Path) -> str:
+    """A digest of a file's bytes, or of every file's relative path and bytes under a folder ('missing' if absent)."""
+    if not path.exists():
+        return "missing"
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    digest = hashlib.sha256()
+    for file in files:
+        if file != path:
+            digest.update(file.relative_to(path).as_posix().encode() + b"\0")
+        with file.open("rb") as stream:
+            while chunk := stream.read(1 << 20):
+                digest.update(chunk)
+    return digest.hexdigest()[:16]

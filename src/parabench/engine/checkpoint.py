@@ -23,8 +23,9 @@ log = logging.getLogger("parabench.checkpoint")
 def run_description(plan: RunPlan) -> dict[str, Any]:
     """Everything that shapes the run's epochs and their timings; runs with equal descriptions share checkpoints.
 
-    `epochs` is left out on purpose: epoch k does the same work whatever the total (data order seeded per
-    epoch, schedules counted in steps), so a longer run may continue a shorter one's checkpoint. The machine
+    `epochs` is left out on purpose when the learning rate does not depend on it (constant, or a schedule counted
+    in steps): epoch k then does the same work whatever the total (data order seeded per epoch), so a longer run
+    may continue a shorter one's checkpoint. A cosine schedule ends at the last epoch, so there it is in. The machine
     is in: a resumed run keeps the step times of its checkpoint, which must have been measured alike.
     """
     machine = plan.machine
@@ -32,7 +33,7 @@ def run_description(plan: RunPlan) -> dict[str, Any]:
         **plan.describe(),
         "machine": {"accelerator": machine.accelerator, "backend": machine.backend, "cores": machine.cores,
                     "threads": plan.threads},
-        "settings": plan.settings.model_dump(exclude={"epochs"}),
+        "settings": plan.settings.model_dump(exclude={"epochs"} if plan.settings.lr_schedule == "constant" else set()),
         **{section: getattr(plan.setup, section).model_dump() for section in plan.strategy.options},
     }
 
@@ -59,19 +60,32 @@ def save(path: Path, state: dict[str, Any]) -> None:
         ) from err
 
 
-def load(path: Path, expected_fingerprint: str, process: Process) -> dict[str, Any] | None:
-    """The checkpoint of this very run if there is one (read by rank 0 as plain data, shared with every rank)."""
+def load(path: Path, expected_fingerprint: str, data_id: str, process: Process) -> dict[str, Any] | None:
+    """The checkpoint of this very run on this very data if there is one (read by rank 0 as plain data, shared
+    with every rank). One trained on other data (`data_id`, a digest of what the run reads) is set aside to
+    PATH.other-data, saying so, and training starts from scratch: a model never outlives its data."""
     state = None
     if process.is_main and path.exists():
         candidate = _read_or_set_aside(path)
         if candidate is None:
             pass
-        elif candidate.get("fingerprint") == expected_fingerprint:
+        elif candidate.get("fingerprint") != expected_fingerprint:
+            log.info("ignoring %s: it belongs to a run with other settings", path)
+        elif candidate.get("data") != data_id:
+            aside = _set_aside(path, "other-data")
+            log.warning("checkpoint %s was trained on other data (digest %s; this run reads %s): moved it to %s and "
+                        "training starts from scratch", path, candidate.get("data", "not recorded"), data_id, aside)
+        else:
             state = candidate
             log.info("resuming from %s after epoch %d", path, candidate["epoch"])
-        else:
-            log.info("ignoring %s: it belongs to a run with other settings", path)
     return broadcast_object(state)  # type: ignore[return-value]
+
+
+def _set_aside(path: Path, why: str) -> Path:
+    """Move a checkpoint that must not be resumed to PATH.<why>, where a user can still find it."""
+    aside = path.with_name(f"{path.name}.{why}")
+    os.replace(path, aside)
+    return aside
 
 
 def _read_or_set_aside(path: Path) -> dict[str, Any] | None:
@@ -82,8 +96,7 @@ def _read_or_set_aside(path: Path) -> dict[str, Any] | None:
             raise ValueError(f"holds a {type(candidate).__name__}, not a checkpoint")
         return candidate
     except UNREADABLE as err:
-        aside = path.with_name(path.name + ".corrupt")
-        os.replace(path, aside)
+        aside = _set_aside(path, "corrupt")
         log.warning("checkpoint %s is unreadable (%s: %s); moved it to %s and training starts from scratch",
                     path, type(err).__name__, str(err).splitlines()[0] if str(err) else "", aside)
         return None

@@ -1,4 +1,6 @@
-"""The evaluate stage: the workload's test scores of the trained and the reference model."""
+"""The evaluate stage: test scores of the trained and the reference model, and their difference item by item."""
+
+from typing import Any
 
 import torch
 
@@ -7,20 +9,25 @@ from parabench.engine.plan import make_plan
 from parabench.engine.worker import open_data
 from parabench.errors import DataError
 from parabench.paths import ROLES, model_file
+from parabench.stats import paired_difference
 
 
-def evaluate_models(params: Params, workload_name: str) -> dict[str, dict[str, float]]:
-    """Each role's saved model scored on the test split, on one device of this machine."""
+def evaluate_models(params: Params, workload_name: str) -> dict[str, Any]:
+    """Each role's saved model scored on the test split, on one device of this machine; and, where the workload
+    scores items, the run's score minus the reference's on the very same test items (`paired`)."""
     plan = make_plan(params, workload_name, "reference")
     device = torch.device("cuda", 0) if plan.machine.accelerator == "cuda" else torch.device("cpu")
     torch.set_num_threads(plan.machine.threads_per_process(1))
     data = open_data(plan)
-    scores = {}
+    items = {}
     for role in ROLES:
         path = model_file(role, workload_name)
         if not path.exists():
             raise DataError(f"{path}: no trained model; run `dvc repro {role}@{workload_name}` first.")
         model = plan.workload.build_model(plan.settings)
         model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
-        scores[role] = data.evaluate(model.to(device), "test", device)
+        items[role] = data.item_scores(model.to(device), "test", device)
+    scores: dict[str, Any] = {role: data.summarize("test", role_items) for role, role_items in items.items()}
+    if items["train"] is not None and items["reference"] is not None:
+        scores["paired"] = paired_difference(items["train"], items["reference"])
     return scores

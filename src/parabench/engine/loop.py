@@ -35,6 +35,7 @@ class TrainResult:
     steps_per_epoch: int
     resumed_after_epoch: int
     strategy_details: dict[str, Any]
+    data_id: str
 
 
 def shard_of(plan: RunPlan, parallel: Parallelized, process: Process) -> tuple[int, int]:
@@ -64,8 +65,9 @@ def progress_note(process: Process, epoch: int, epochs: int, steps: int) -> Call
     return lambda step: Path(path).write_text(f"epoch {epoch} of {epochs}, step {step} of {steps}")
 
 
-def fit(plan: RunPlan, process: Process, data: WorkloadData, checkpoint_path: Path) -> TrainResult:
-    """Train for the planned epochs (resuming from a matching checkpoint), scoring after each epoch."""
+def fit(plan: RunPlan, process: Process, data: WorkloadData, checkpoint_path: Path, data_id: str) -> TrainResult:
+    """Train for the planned epochs (resuming from the checkpoint of this run on the same data, `data_id` a digest
+    of what it reads), scoring after each epoch."""
     settings = plan.settings
     steps = steps_per_epoch(data.train_units, plan.global_batch)
     if steps == 0:
@@ -74,8 +76,8 @@ def fit(plan: RunPlan, process: Process, data: WorkloadData, checkpoint_path: Pa
             f"one global batch of {plan.global_batch}; lower batch_size (or use scaling: strong) or train on more data."
         )
     run_id = checkpoint.fingerprint(checkpoint.run_description(plan))
-    saved = checkpoint.load(checkpoint_path, run_id, process)
-    trainer = build_trainer(plan, process, saved["model"] if saved else None)
+    saved = checkpoint.load(checkpoint_path, run_id, data_id, process)
+    trainer = build_trainer(plan, process, steps, saved["model"] if saved else None)
     if saved:
         trainer.optimizer.load_state_dict(saved["optimizers"][process.rank])
         if trainer.schedule is not None:
@@ -119,11 +121,11 @@ def fit(plan: RunPlan, process: Process, data: WorkloadData, checkpoint_path: Pa
             tqdm.write(f"epoch {epoch + 1}: " + ", ".join(f"{key} {value:.4g}" for key, value in history[-1].items()
                                                            if key != "epoch" and value is not None))
             checkpoint.save(checkpoint_path, {
-                "fingerprint": run_id, "epoch": epoch + 1, "model": state, "optimizers": optimizers,
+                "fingerprint": run_id, "data": data_id, "epoch": epoch + 1, "model": state, "optimizers": optimizers,
                 "schedules": schedules, "history": history, "durations": clock.durations,
             })
     if state is None:
         state = trainer.parallel.full_state_dict()
     return TrainResult(state_dict=state, history=history, step_durations=clock.durations, steps_per_epoch=steps,
                        resumed_after_epoch=saved["epoch"] if saved else 0,
-                       strategy_details=dict(trainer.parallel.details))
+                       strategy_details=dict(trainer.parallel.details), data_id=data_id)

@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 
 from parabench.batch import Batch
-from parabench.engine.batches import epoch_batches
+from parabench.engine.batches import epoch_batches, steps_per_epoch
 from parabench.engine.loop import shard_of
 from parabench.engine.plan import RunPlan
 from parabench.engine.timing import StepClock
@@ -40,7 +40,7 @@ def transform_rate(data: WorkloadData, batches: list[Batch], device: torch.devic
 def measure_cell(plan: RunPlan, process: Process, data: WorkloadData, warmup: int, timed: int, out: Path) -> None:
     """Time `timed` steps after `warmup`; a step lasts as long as its slowest rank. Before them, time the
     transform alone on the same batches: whether the input path could starve training."""
-    trainer = build_trainer(plan, process)
+    trainer = build_trainer(plan, process, steps_per_epoch(data.train_units, plan.global_batch))
     trainer.parallel.module.train()
     shard_index, shard_count = shard_of(plan, trainer.parallel, process)
     clock = StepClock(process.device, warmup)

@@ -4,7 +4,6 @@ import hashlib
 import json
 import os
 import socket
-from pathlib import Path
 
 from parabench.engine.plan import RunPlan
 from parabench.errors import RunStopped
@@ -19,22 +18,7 @@ def run_digest(plan: RunPlan) -> str:
     return hashlib.sha256(json.dumps(run, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def data_digest(folder: Path | None) -> str:
-    """A digest of every file's path and bytes under the prepared folder ('none' for a synthetic workload)."""
-    if folder is None:
-        return "none"
-    if not folder.is_dir():
-        return "missing"
-    digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
-        with path.open("rb") as stream:
-            while chunk := stream.read(1 << 20):
-                digest.update(chunk)
-    return digest.hexdigest()[:16]
-
-
-def check_nodes_agree(plan: RunPlan, process: Process, prepared: Path | None) -> None:
+def check_nodes_agree(plan: RunPlan, process: Process, data_id: str) -> None:
     """Each node's first process reports its plan and data digests; if they differ, every rank stops, naming the
     nodes and what differs, before any training. (Single-node runs skip this.)"""
     if plan.machine.nodes == 1:
@@ -42,7 +26,7 @@ def check_nodes_agree(plan: RunPlan, process: Process, prepared: Path | None) ->
     first_on_node = process.local_rank == 0
     mine = {"node": os.environ.get("GROUP_RANK", "?"), "host": socket.gethostname(),
             "plan": run_digest(plan) if first_on_node else None,
-            "data": data_digest(prepared) if first_on_node else None}
+            "data": data_id if first_on_node else None}
     reports = [report for report in gather_objects(mine) if report["plan"] is not None]  # type: ignore[index]
     node_0 = reports[0]
     for what, differs, fix in (("plan", "planned another run", "the same params.yaml and code"),

@@ -36,6 +36,7 @@ def run_record(plan: RunPlan, data: WorkloadData, result: TrainResult, step_dura
         "scale": plan.scale,
         "unit": data.unit,
         "data_origin": data.data_origin,
+        "data_digest": result.data_id,
         "labels": plan.workload.labels(plan.settings),
         "epochs": plan.settings.epochs,
         "train_time_s": steps["median"] * result.steps_per_epoch * plan.settings.epochs,

@@ -21,9 +21,11 @@ class Trainer:
     schedule: torch.optim.lr_scheduler.LRScheduler | None
 
 
-def build_trainer(plan: RunPlan, process: Process, model_state: dict[str, Tensor] | None = None) -> Trainer:
+def build_trainer(plan: RunPlan, process: Process, steps_per_epoch: int,
+                  model_state: dict[str, Tensor] | None = None) -> Trainer:
     """Seed, build the plain model (from `model_state`, or initialised by the workload), apply the strategy,
-    then the workload's optimiser over its parameter groups, named as in the plain model."""
+    then the workload's optimiser over its parameter groups, named as in the plain model, and its schedule over
+    the run's epochs of `steps_per_epoch` steps."""
     workload, settings = plan.workload, plan.settings
     torch.manual_seed(settings.seed)
     model = workload.build_model(settings)
@@ -35,7 +37,7 @@ def build_trainer(plan: RunPlan, process: Process, model_state: dict[str, Tensor
     groups = workload.param_groups(parallel.named_parameters(), settings)
     optimizer = workload.optimizer([{"params": group.params, "lr": plan.lr * group.lr_scale} for group in groups],
                                    settings)
-    return Trainer(parallel, optimizer, workload.lr_schedule(optimizer, settings))
+    return Trainer(parallel, optimizer, workload.lr_schedule(optimizer, settings, steps_per_epoch))
 
 
 def optimizer_step(trainer: Trainer, data: WorkloadData, batch: Batch) -> tuple[StepResult, Tensor]:

@@ -13,6 +13,7 @@ from parabench.engine.measure import measure_cell
 from parabench.engine.node_agreement import check_nodes_agree
 from parabench.engine.outputs import run_record, write_run
 from parabench.engine.plan import RunPlan
+from parabench.io import tree_digest
 from parabench.paths import checkpoint_file, prepared_dir
 from parabench.runtime.collectives import gather_objects, slowest_per_step
 from parabench.runtime.memory import memory_kind, peak_memory_mb
@@ -24,6 +25,15 @@ def prepared_folder(plan: RunPlan) -> Path | None:
     return prepared_dir(plan.dataset) if plan.dataset else None
 
 
+def data_identity(plan: RunPlan) -> str:
+    """A digest of the bytes the run trains on: its prepared folder, or the file that draws its synthetic data."""
+    folder = prepared_folder(plan)
+    if folder is not None:
+        return tree_digest(folder)
+    assert plan.workload.generator_file is not None, "a workload without a dataset names the file that draws its data"
+    return tree_digest(Path(plan.workload.generator_file))
+
+
 def open_data(plan: RunPlan) -> WorkloadData:
     """The plan's workload data, from its prepared folder (none for synthetic workloads)."""
     return plan.workload.open(prepared_folder(plan), plan.settings)
@@ -32,9 +42,10 @@ def open_data(plan: RunPlan) -> WorkloadData:
 def train_worker(plan: RunPlan) -> None:
     """Train the plan in this process, as one rank of its job; rank 0 writes the results."""
     with job(plan) as process:
-        check_nodes_agree(plan, process, prepared_folder(plan))
+        data_id = data_identity(plan) if process.local_rank == 0 else "read by local rank 0"
+        check_nodes_agree(plan, process, data_id)
         data = open_data(plan)
-        result = fit(plan, process, data, checkpoint_file(plan.role, plan.workload_name))
+        result = fit(plan, process, data, checkpoint_file(plan.role, plan.workload_name), data_id)
         steps = slowest_per_step(result.step_durations)
         memory = gather_objects(peak_memory_mb(process.device))
         if process.is_main:

@@ -35,6 +35,7 @@ def cell_result(entry: CellRuns) -> dict[str, Any]:
         "processes": plan.processes,
         "devices": plan.devices,
         "devices_virtual": plan.machine.accelerator == "cpu" and plan.devices > 1,
+        "data_parallel": plan.strategy.data_parallel and plan.copies == 1,
         "other_cpu_share": max(shares) if shares else None,
         "contended": bool(shares) and max(shares) > CONTENDED_SHARE,
         "peak_memory_mb": {f"rank{rank}": round(max(values), 1) for rank, values in enumerate(ranks)},
@@ -55,8 +56,9 @@ def summarize_cells(entries: list[CellRuns]) -> dict[str, dict[str, Any]]:
     The ceiling is `devices` independent copies of `single`, each on its share of the batch, side by side
     with no communication: the most a data-parallel strategy, whose replicas do exactly that work plus the
     communication, can reach on this machine's (possibly shared) devices. A strategy's efficiency_vs_ceiling =
-    its speedup / the ceiling's speedup: what the strategy itself loses, the shared cores aside. A cut strategy
-    changes the work itself (micro-batches, one process's threads over smaller kernels) and may pass 1.
+    its speedup / the ceiling's speedup: what the strategy itself loses, the shared cores aside. Only data-parallel
+    strategies get one: a cut strategy (model_parallel, pipeline) changes the work itself (micro-batches, one
+    process's threads over smaller kernels), so the ceiling does not bound it.
     """
     results = {entry.cell.label: cell_result(entry) for entry in entries}
     ran = [figures for figures in results.values() if figures["status"] == "ran"]
@@ -65,7 +67,8 @@ def summarize_cells(entries: list[CellRuns]) -> dict[str, dict[str, Any]]:
         figures["speedup"] = figures["rate"] / reference["rate"] if reference.get("status") == "ran" else None
         figures["scaling_efficiency"] = figures["speedup"] / figures["devices"] if figures["speedup"] else None
     for figures in ran:
-        comparable = ceiling.get("status") == "ran" and figures["devices"] == ceiling["devices"]
+        comparable = figures["data_parallel"] and ceiling.get("status") == "ran"
+        comparable = comparable and figures["devices"] == ceiling["devices"]
         comparable = comparable and bool(figures["speedup"]) and bool(ceiling["speedup"])
         figures["efficiency_vs_ceiling"] = figures["speedup"] / ceiling["speedup"] if comparable else None
     return results

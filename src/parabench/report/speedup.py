@@ -9,6 +9,7 @@ from typing import Any
 
 from parabench.data.origin import origin_summary
 from parabench.report.benchmark import REFERENCE
+from parabench.stats import in_words
 
 INTERLEAVED_NOTE = (
     "speedup compares train and reference runs timed apart (end to end); speedup_interleaved_robust is the same ratio "
@@ -27,18 +28,20 @@ def interleaved_speedup(benchmark: dict[str, dict[str, Any]] | None, strategy: s
     return run["rate"] / ref["rate"]
 
 
-def compare(run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str, dict[str, float]],
+def compare(run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str, Any],
             benchmark: dict[str, dict[str, Any]] | None, primary_metric: str | None) -> dict[str, Any]:
     """The compact comparison `dvc metrics show` prints: speedup = reference train time / train time,
     scaling_efficiency = speedup / the run's devices, the run's evaluation scores, and the workload's primary
-    metric for the reference and as a difference (the reference's other scores and times are in results/;
-    they would make the table too wide to read)."""
+    metric for the reference and as a paired difference on the same test items with its 95% interval half-width
+    (the reference's other scores and times are in results/; they would make the table too wide to read)."""
     speedup = reference["train_time_s"] / run["train_time_s"]
     rate = f"{run['unit']}s_per_s"
     quality = {}
     if primary_metric is not None:
-        ours, theirs = evaluation["train"][primary_metric], evaluation["reference"][primary_metric]
-        quality = {f"reference_{primary_metric}": theirs, f"{primary_metric}_delta": ours - theirs}
+        paired = evaluation["paired"]
+        quality = {f"reference_{primary_metric}": evaluation["reference"][primary_metric],
+                   f"{primary_metric}_delta": paired["delta"],
+                   f"{primary_metric}_delta_ci95": (paired["ci95_high"] - paired["ci95_low"]) / 2}
     return {
         "strategy": run["strategy"],
         "reference": reference["strategy"],
@@ -55,11 +58,12 @@ def compare(run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str
     }
 
 
-def details(run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str, dict[str, float]]
-            ) -> dict[str, Any]:
+def details(run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str, Any]) -> dict[str, Any]:
     """What the compact comparison leaves out: how to read it, both runs' times, scores, load and environments."""
     return {
         "note": INTERLEAVED_NOTE,
+        "quality": in_words(evaluation["paired"], run["strategy"], reference["strategy"])
+        if "paired" in evaluation else None,
         "data_origin": run["data_origin"],
         "train_time_s": {"run": run["train_time_s"], "reference": reference["train_time_s"]},
         "devices": run["devices"],

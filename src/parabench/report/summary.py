@@ -3,6 +3,7 @@
     python -m parabench.report.summary
 """
 
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -11,37 +12,40 @@ from parabench.io import read_json
 from parabench.paths import benchmark_metrics_dir, results_file, speedup_metrics_file
 from parabench.workloads import WORKLOADS
 
+WIDTH = 120
+SPEEDUPS = "SPEEDUPS PLACEHOLDER"
 WHERE = """Files: metrics/ (what `dvc metrics show` and `dvc exp show` compare), results/ (every figure with its
-environment, load and per-rank memory), plots/ (`dvc plots show`; plots/figures holds the benchmark and sweep charts),
-models/ (trained weights)."""
+environment, load and per-rank memory), plots/ (`dvc plots show`; plots/figures holds the benchmark and sweep
+charts), models/ (trained weights)."""
 
 
-def comparison_rows() -> list[dict]:
-    """One row per workload: the run against its reference, end to end and interleaved."""
-    rows = []
+def with_interval(scores: dict[str, float], metric: str) -> str:
+    """A score as `mean +- 95% half-width` (the half-width only where the workload has one)."""
+    interval = scores.get(f"{metric}_ci95")
+    return f"{scores[metric]:.3f}" + (f" +- {interval:.3f}" if interval is not None else "")
+
+
+def comparison() -> tuple[list[dict], list[str], list[str]]:
+    """One row per workload, the run against its reference; under the table, each quality difference in words, and
+    where each workload's data came from."""
+    rows, verdicts, origins = [], [], []
     for name, workload in WORKLOADS.items():
         path = speedup_metrics_file(name)
         if not path.exists():
             continue
-        figures = read_json(path)
+        figures, more = read_json(path), read_json(results_file("speedup", name))
+        row = {"workload": name, "run": f"{figures['strategy']} vs {figures['reference']}"}
         metric = workload.primary_metric
-        score = f"{figures[metric]:.3f}" if metric in figures else "n/a"
-        if f"{metric}_ci95" in figures:
-            score += f" +- {figures[f'{metric}_ci95']:.3f}"
-        rate = next(key for key in figures if key.endswith("s_per_s"))
-        rows.append({
-            "workload": name,
-            "run": f"{figures['strategy']} vs {figures['reference']}",
-            metric or "quality": score,
-            "reference": f"{figures[f'reference_{metric}']:.3f}" if f"reference_{metric}" in figures else "n/a",
-            "per_s": f"{figures[rate]:.3g} {rate.removesuffix('_per_s')}",
-            "speedup": figures["speedup"],
-            "interleaved": figures["speedup_interleaved_robust"],
-            "efficiency": figures["scaling_efficiency"],
-            "contended": figures["contended"],
-            "data": figures["data_origin"],
-        })
-    return rows
+        if metric is not None:
+            evaluation = more["evaluation"]
+            row[metric] = with_interval(evaluation["train"], metric)
+            row["reference"] = with_interval(evaluation["reference"], metric)
+            row["difference"] = f"{figures[f'{metric}_delta']:+.3f} +- {figures[f'{metric}_delta_ci95']:.3f}"
+            verdicts.append(f"  {name}: {more['quality']}")
+        rows.append({**row, "speedup": figures["speedup"], "interleaved": figures["speedup_interleaved_robust"],
+                     "efficiency": figures["scaling_efficiency"], "contended": figures["contended"]})
+        origins.append(f"  {name}: {more['data_origin']}")
+    return rows, verdicts, origins
 
 
 def benchmark_rows() -> list[dict]:
@@ -90,19 +94,33 @@ def sweep_rows() -> list[dict]:
     return rows
 
 
+def table(rows: list[dict]) -> str:
+    """Rows as a plain table, numbers to 3 significant digits, a dash where a row has no value."""
+    if not rows:
+        return "(none)"
+    frame = pd.DataFrame(rows)
+    frame = frame.astype(object).where(frame.notna(), "-")
+    return frame.to_string(index=False, float_format=lambda value: f"{value:.3g}")
+
+
 def main() -> None:
-    """Print both tables, rounded, then where the files are."""
-    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.precision", 3):
-        print("Each run against its reference (end to end; `interleaved` is the benchmark's robust ratio):")
-        print(pd.DataFrame(comparison_rows()).to_string(index=False))
-        print("\nBenchmark: every strategy in fresh processes, interleaved rounds (ceiling: independent copies of "
-              "single side by side, the bound for data-parallel strategies on this machine):")
-        print(pd.DataFrame(benchmark_rows()).to_string(index=False))
-        print("\nInput path, one process: the workload's transform (decode, normalise, augment) alone against a "
-              "whole training step; headroom below 1 would starve training:")
-        print(pd.DataFrame(input_rows()).to_string(index=False))
-        print("\nSweeps: each curve's fastest value (> 1: faster than that; plots/figures/sweep-*.png has the curves):")
-        print(pd.DataFrame(sweep_rows()).to_string(index=False))
+    """Print the comparison with its verdicts and data origins, the benchmark, input path and sweeps, then where the
+    files are; every line at most WIDTH characters."""
+    rows, verdicts, origins = comparison()
+    print(f"Each run against its reference ({SPEEDUPS}):")
+    print(table(rows))
+    print("Quality, paired on the same test items (a difference whose 95% interval holds 0 is no difference):")
+    print("\n".join(textwrap.fill(line, WIDTH, subsequent_indent="    ") for line in verdicts))
+    print("Data:")
+    print("\n".join(textwrap.fill(line, WIDTH, subsequent_indent="    ") for line in origins))
+    print("\nBenchmark: every strategy in fresh processes, interleaved rounds (ceiling: independent copies of single side")
+    print("by side, the bound for data-parallel strategies on this machine; vs_ceiling is theirs alone):")
+    print(table(benchmark_rows()))
+    print("\nInput path, one process: the workload's transform (decode, normalise, augment) alone against a whole")
+    print("training step; headroom below 1 would starve training:")
+    print(table(input_rows()))
+    print("\nSweeps: each curve's fastest value (> 1: faster than that; plots/figures/sweep-*.png has the curves):")
+    print(table(sweep_rows()))
     print("\n" + WHERE)
 
 

@@ -1,4 +1,4 @@
-"""What classifier workloads share: labelled uint8 images, cross-entropy, and accuracy by argmax."""
+"""What classifier workloads share: labelled uint8 images, cross-entropy, and accuracy by argmax, image by image."""
 
 from abc import abstractmethod
 from collections.abc import Callable
@@ -18,18 +18,18 @@ def correct(outputs: Tensor, targets: Tensor) -> Tensor:
 
 
 @torch.no_grad()
-def accuracy(model: nn.Module, images: Tensor, labels: Tensor, to_inputs: Callable[[Tensor], Tensor],
-             batch_size: int, device: torch.device) -> float:
-    """Fraction of images classified correctly, with the model in evaluation mode."""
+def hits(model: nn.Module, images: Tensor, labels: Tensor, to_inputs: Callable[[Tensor], Tensor], batch_size: int,
+         device: torch.device) -> Tensor:
+    """1.0 for every image classified correctly, else 0.0, with the model in evaluation mode."""
     was_training = model.training
     model.eval()
-    hits = 0
+    outcomes = []
     for start in range(0, len(labels), batch_size):
         inputs = to_inputs(images[start : start + batch_size].to(device, non_blocking=True))
         predictions = model(inputs).argmax(dim=1).cpu()
-        hits += int((predictions == labels[start : start + batch_size]).sum())
+        outcomes.append((predictions == labels[start : start + batch_size]).float())
     model.train(was_training)
-    return hits / len(labels)
+    return torch.cat(outcomes)
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,7 @@ class LabelledImages(WorkloadData):
     def tally(self, outputs: Tensor, targets: Tensor) -> dict[str, Tensor]:
         return {"acc": correct(outputs, targets)}
 
-    def evaluate(self, model: nn.Module, split: str, device: torch.device) -> dict[str, float]:
+    def item_scores(self, model: nn.Module, split: str, device: torch.device) -> Tensor:
         if split != "test":
             raise ValueError(f"a classifier's data has a train and a test split, not {split!r}")
-        return {"test_acc": accuracy(model, self.test_images, self.test_labels, self.test_inputs,
-                                     self.eval_batch_size, device)}
+        return hits(model, self.test_images, self.test_labels, self.test_inputs, self.eval_batch_size, device)

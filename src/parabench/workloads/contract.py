@@ -6,8 +6,9 @@ to score outputs: a loss, per-unit tallies summed over a pass, and an evaluation
 indices out to replicas itself, so every workload is split among data-parallel replicas by the same code.
 """
 
+import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
 from parabench.batch import Batch
+from parabench.stats import mean_and_interval
 
 
 class TrainSettings(BaseModel):
@@ -30,6 +32,19 @@ class TrainSettings(BaseModel):
     scaling: Literal["weak", "strong"]
     warmup_steps: Annotated[int, Field(ge=0)]
     seed: int
+    lr_schedule: Literal["constant", "cosine"] = "constant"  # cosine: linear warm-up, then down to 0 at the last step
+    lr_warmup_epochs: Annotated[float, Field(ge=0)] = 0.0  # cosine's linear warm-up from 0, in epochs
+
+
+def cosine_with_warmup(warmup_steps: int, total_steps: int) -> Callable[[int], float]:
+    """The learning rate's factor after `step` optimiser steps: up in a straight line over the warm-up, then half a
+    cosine down to 0 at the last step."""
+    def factor(step: int) -> float:
+        if step < warmup_steps:
+            return (step + 1) / warmup_steps
+        progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
+        return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+    return factor
 
 
 @dataclass(frozen=True)
@@ -51,6 +66,7 @@ class WorkloadData(ABC):
 
     unit: ClassVar[str] = "sample"
     epoch_split: ClassVar[str] = "test"  # the split `evaluate` scores after every epoch
+    score_name: ClassVar[str] = "acc"  # what an item's score is: metrics are named <split>_<score_name>
 
     @property
     @abstractmethod
@@ -83,8 +99,22 @@ class WorkloadData(ABC):
         """Sums over the batch's units of per-unit quality values, left on the device."""
 
     @abstractmethod
+    def item_scores(self, model: nn.Module, split: str, device: torch.device) -> Tensor | None:
+        """The whole plain model's score on every item of a split (a test image, a fixed episode), in evaluation
+        mode, as a CPU tensor: the same items in the same order every time, so that two models pair up item by
+        item. None: the data has nothing to score."""
+
     def evaluate(self, model: nn.Module, split: str, device: torch.device) -> dict[str, float]:
-        """Score the whole plain model on a split; keys carry the split's name (e.g. test_acc)."""
+        """Score the whole plain model on a split: the mean item score and its 95% interval half-width, named after
+        the split and `score_name` (e.g. test_acc, test_acc_ci95); empty when there is nothing to score."""
+        return self.summarize(split, self.item_scores(model, split, device))
+
+    def summarize(self, split: str, item_scores: Tensor | None) -> dict[str, float]:
+        """Per-item scores of a split as its mean and 95% interval half-width (see `evaluate`)."""
+        if item_scores is None:
+            return {}
+        mean, interval = mean_and_interval(item_scores)
+        return {f"{split}_{self.score_name}": mean, f"{split}_{self.score_name}_ci95": interval}
 
 
 class Workload(ABC):
@@ -128,10 +158,13 @@ class Workload(ABC):
     def optimizer(self, groups: list[dict], settings: TrainSettings) -> torch.optim.Optimizer:
         """The optimiser over torch parameter groups (each already holding its `lr`)."""
 
-    def lr_schedule(self, optimizer: torch.optim.Optimizer,
-                    settings: TrainSettings) -> torch.optim.lr_scheduler.LRScheduler | None:
-        """A schedule stepped after every optimiser step; none by default."""
-        return None
+    def lr_schedule(self, optimizer: torch.optim.Optimizer, settings: TrainSettings,
+                    steps_per_epoch: int) -> torch.optim.lr_scheduler.LRScheduler | None:
+        """A schedule stepped after every optimiser step: settings.lr_schedule (none for `constant`)."""
+        if settings.lr_schedule == "constant":
+            return None
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, cosine_with_warmup(
+            round(settings.lr_warmup_epochs * steps_per_epoch), settings.epochs * steps_per_epoch))
 
     @abstractmethod
     def open(self, prepared: Path | None, settings: TrainSettings) -> WorkloadData:

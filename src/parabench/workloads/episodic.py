@@ -1,13 +1,8 @@
-"""What few-shot workloads share: scoring relation scores against query targets, and the accuracy interval."""
-
-import math
-import statistics
+"""What few-shot workloads share: scoring relation scores against query targets."""
 
 import torch
 from torch import Tensor
 from torch.nn import functional as F
-
-Z_95 = 1.96  # two-sided 95% quantile of the normal distribution
 
 
 def relation_loss(scores: Tensor, targets: Tensor) -> Tensor:
@@ -18,13 +13,3 @@ def relation_loss(scores: Tensor, targets: Tensor) -> Tensor:
 def episode_accuracies(scores: Tensor, targets: Tensor) -> Tensor:
     """Per episode: the share of its queries whose highest relation score is their own way."""
     return (scores.argmax(dim=-1) == targets).to(torch.float32).mean(dim=-1)
-
-
-def mean_and_interval(accuracies: list[float]) -> tuple[float, float]:
-    """Mean accuracy over episodes and its 95% interval half-width, 1.96 sigma / sqrt(episodes).
-
-    sigma is the sample standard deviation of the per-episode accuracies (0 for a single episode).
-    """
-    mean = statistics.fmean(accuracies)
-    sigma = statistics.stdev(accuracies) if len(accuracies) > 1 else 0.0
-    return mean, Z_95 * sigma / math.sqrt(len(accuracies))

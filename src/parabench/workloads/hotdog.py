@@ -3,14 +3,15 @@
 Images are prepared once as uint8 256x256 arrays; training views are seeded RandomResizedCrop + flip on the
 training device, test views a centred crop (transforms.v2). `pretrained` chooses the starting weights:
 torchvision's ImageNet file, none (random), or a local state dict; `freeze_backbone` trains the head alone.
+`optimizer` is the seed's SGD, or AdamW, which learns much faster from random weights on a few photos.
 """
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import torch
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from torch import Tensor, nn
 
 from parabench.batch import Batch
@@ -34,10 +35,19 @@ class HotdogSettings(TrainSettings):
     pretrained: str  # imagenet | none | a path to a .pth state dict of torchvision's resnet18
     freeze_backbone: bool  # train the head alone: the other parameters get no gradient and no optimiser slot
     head_lr_mult: Annotated[float, Field(gt=0)]  # the head's lr is this times lr (seed 002: 10)
-    momentum: Annotated[float, Field(ge=0, lt=1)]
-    weight_decay: Annotated[float, Field(ge=0)]
+    optimizer: Literal["sgd", "adamw"]  # seed 002: sgd; adamw learns faster from scratch on a few photos
+    momentum: Annotated[float, Field(ge=0, lt=1)]  # SGD's
+    weight_decay: Annotated[float, Field(ge=0)]  # SGD's L2 term, or AdamW's decoupled decay
     image_size: Annotated[int, Field(ge=32, le=256)]  # crop size (seed 002: 224); prepared images are 256x256
+    crop_scale: Annotated[float, Field(gt=0, le=1)]  # RandomResizedCrop's smallest share (torchvision: 0.08)
     eval_batch_size: Annotated[int, Field(ge=1)]
+
+    @model_validator(mode="after")
+    def _momentum_is_sgds(self) -> "HotdogSettings":
+        if self.optimizer != "sgd" and self.momentum != 0:
+            raise ValueError(f"momentum: {self.momentum} is SGD's, and optimizer is '{self.optimizer}' (which keeps "
+                             "its own moving averages): set momentum: 0 or optimizer: sgd")
+        return self
 
     @field_validator("pretrained")
     @classmethod
@@ -50,14 +60,15 @@ class HotdogSettings(TrainSettings):
 
 @dataclass(frozen=True)
 class HotdogData(LabelledImages):
-    """Prepared uint8 images (N, 3, 256, 256) and labels for training and testing, and the crop size."""
+    """Prepared uint8 images (N, 3, 256, 256) and labels for training and testing, the crop size and smallest share."""
 
     image_size: int
+    crop_scale: float
 
     def transform(self, batch: Batch) -> Batch:
         if batch.unit_seeds is None:
             raise ValueError("hotdog's training views need a seed per unit (Batch.unit_seeds)")
-        return Batch(train_views(batch.inputs, batch.unit_seeds, self.image_size), batch.targets)
+        return Batch(train_views(batch.inputs, batch.unit_seeds, self.image_size, self.crop_scale), batch.targets)
 
     def test_inputs(self, images: Tensor) -> Tensor:
         return eval_views(images, self.image_size)
@@ -103,6 +114,8 @@ class Hotdog(Workload):
         return [group for group in groups if group.params]
 
     def optimizer(self, groups: list[dict], settings: HotdogSettings) -> torch.optim.Optimizer:
+        if settings.optimizer == "adamw":
+            return torch.optim.AdamW(groups, weight_decay=settings.weight_decay)
         return torch.optim.SGD(groups, momentum=settings.momentum, weight_decay=settings.weight_decay)
 
     def open(self, prepared: Path | None, settings: HotdogSettings) -> HotdogData:
@@ -110,4 +123,4 @@ class Hotdog(Workload):
         data = hotdog.load_prepared(prepared)
         return HotdogData(torch.from_numpy(data.train_images), torch.from_numpy(data.train_labels),
                           torch.from_numpy(data.test_images), torch.from_numpy(data.test_labels),
-                          settings.eval_batch_size, data.data_origin, settings.image_size)
+                          settings.eval_batch_size, data.data_origin, settings.image_size, settings.crop_scale)

@@ -21,7 +21,7 @@ from parabench.data.episodes import EpisodeSampler, EpisodeShape
 from parabench.errors import DataError
 from parabench.models.relation import relation_network
 from parabench.workloads.contract import TrainSettings, Workload, WorkloadData
-from parabench.workloads.episodic import episode_accuracies, mean_and_interval, relation_loss
+from parabench.workloads.episodic import episode_accuracies, relation_loss
 from parabench.workloads.image_views import IMAGENET_MEAN, IMAGENET_STD
 
 EVAL_STREAMS = {"val": 2**31, "test": 2**31 + 1}  # fixed episode streams, apart from the epochs' 0, 1, 2, ...
@@ -42,6 +42,13 @@ class MiniImagenetSettings(TrainSettings):
     eval_batch_size: Annotated[int, Field(ge=1)]  # episodes per evaluation forward
     lr_step_size: Annotated[int, Field(ge=1)] | None  # StepLR every so many optimiser steps; None: constant
     lr_gamma: Annotated[float, Field(gt=0, le=1)]
+
+    @model_validator(mode="after")
+    def _one_schedule(self) -> "MiniImagenetSettings":
+        if self.lr_step_size is not None and self.lr_schedule != "constant":
+            raise ValueError(f"lr_step_size: {self.lr_step_size} (StepLR) and lr_schedule: '{self.lr_schedule}' are "
+                             "two schedules; set lr_step_size: null or lr_schedule: constant")
+        return self
 
     @model_validator(mode="after")
     def _seed_encoder_is_fixed(self) -> "MiniImagenetSettings":
@@ -109,22 +116,21 @@ class MiniImagenetData(WorkloadData):
         return {"acc": episode_accuracies(outputs, targets).sum()}
 
     @torch.no_grad()
-    def evaluate(self, model: nn.Module, split: str, device: torch.device) -> dict[str, float]:
-        """Mean query accuracy over the split's fixed episodes, with its 95% interval, in evaluation mode."""
+    def item_scores(self, model: nn.Module, split: str, device: torch.device) -> Tensor:
+        """Query accuracy of each of the split's fixed episodes, in evaluation mode."""
         if split not in EVAL_STREAMS:
             raise ValueError(f"miniimagenet scores the val and test splits, not {split!r}")
         count = self.settings.val_episodes if split == "val" else self.settings.test_episodes
         was_training = model.training
         model.eval()
-        accuracies: list[float] = []
+        accuracies = []
         step = self.settings.eval_batch_size
         for start in tqdm(range(0, count, step), desc=f"{split} episodes", unit="batch", leave=False, disable=None):
             batch = self.episodes(split, EVAL_STREAMS[split], list(range(start, min(count, start + step))))
             scores = model(to_inputs(batch.inputs.to(device, non_blocking=True)))
-            accuracies += episode_accuracies(scores, batch.targets.to(scores.device)).tolist()
+            accuracies.append(episode_accuracies(scores, batch.targets.to(scores.device)).cpu())
         model.train(was_training)
-        mean, interval = mean_and_interval(accuracies)
-        return {f"{split}_acc": mean, f"{split}_acc_ci95": interval}
+        return torch.cat(accuracies)
 
 
 class MiniImagenet(Workload):
@@ -144,10 +150,10 @@ class MiniImagenet(Workload):
     def optimizer(self, groups: list[dict], settings: MiniImagenetSettings) -> torch.optim.Optimizer:
         return torch.optim.Adam(groups)
 
-    def lr_schedule(self, optimizer: torch.optim.Optimizer,
-                    settings: MiniImagenetSettings) -> torch.optim.lr_scheduler.LRScheduler | None:
+    def lr_schedule(self, optimizer: torch.optim.Optimizer, settings: MiniImagenetSettings,
+                    steps_per_epoch: int) -> torch.optim.lr_scheduler.LRScheduler | None:
         if settings.lr_step_size is None:
-            return None
+            return super().lr_schedule(optimizer, settings, steps_per_epoch)
         return torch.optim.lr_scheduler.StepLR(optimizer, step_size=settings.lr_step_size, gamma=settings.lr_gamma)
 
     def open(self, prepared: Path | None, settings: MiniImagenetSettings) -> MiniImagenetData:

@@ -1,0 +1,77 @@
+"""What `make run` prints last: every number with a name, no empty column, at most 120 characters a line."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from parabench.io import write_json
+from parabench.paths import benchmark_metrics_dir, results_file, speedup_metrics_file
+from parabench.report import summary
+from parabench.report.speedup import compare, details
+from parabench.stats import paired_difference
+
+
+def run_record(strategy: str, seconds: float, devices: int) -> dict:
+    return {"strategy": strategy, "train_time_s": seconds, "devices": devices, "unit": "sample",
+            "samples_per_s": 5000 / seconds, "contended": False, "labels": {}, "other_cpu_share": 0.01,
+            "load_average_1m": 0.5, "environment": {"cpu_model": "test"},
+            "data_origin": "Fashion-MNIST, the full official set (60,000 + 10,000 images); from the mirror /a/very/long/"
+                           "path/that/would/not/fit/in/a/table/column/and/must/be/wrapped/under/the/table"}
+
+
+def write_workload(name: str, run_hits: list[float], reference_hits: list[float]) -> None:
+    run, reference = run_record("ddp", 50.0, 2), run_record("single", 60.0, 1)
+    items = {"train": torch.tensor(run_hits), "reference": torch.tensor(reference_hits)}
+    evaluation = {role: {"test_acc": float(hits.mean()), "test_acc_ci95": 0.01} for role, hits in items.items()}
+    evaluation["paired"] = paired_difference(items["train"], items["reference"])
+    benchmark = {"ddp": {"status": "ran", "rate": 110.0}, "single": {"status": "ran", "rate": 100.0}}
+    write_json(speedup_metrics_file(name), compare(run, reference, evaluation, benchmark, "test_acc"))
+    write_json(results_file("speedup", name), details(run, reference, evaluation))
+
+
+@pytest.fixture
+def outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    write_workload("fashion_mnist", [1.0] * 860 + [0.0] * 5 + [0.0] * 135, [1.0] * 850 + [0.0] * 10 + [1.0] * 5 + [0.0] * 135)
+    write_workload("hotdog", [1.0] * 180 + [0.0] * 68, [0.0] * 60 + [1.0] * 120 + [0.0] * 68)
+    cells = {"single": {"status": "ran", "samples_per_s": 100.0, "speedup": 1.0, "scaling_efficiency": 1.0,
+                        "efficiency_vs_ceiling": None, "contended": False},
+             "model_parallel": {"status": "ran", "samples_per_s": 90.0, "speedup": 0.9, "scaling_efficiency": 0.45,
+                                "efficiency_vs_ceiling": None, "contended": False},
+             "dp": {"status": "skipped"}}
+    for cell, figures in cells.items():
+        write_json(benchmark_metrics_dir("fashion_mnist") / f"{cell}.json", figures)
+    return tmp_path
+
+
+def test_every_line_fits_and_no_column_is_empty(outputs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    summary.main()
+    printed = capsys.readouterr().out
+    assert max(map(len, printed.splitlines())) <= summary.WIDTH, printed
+    assert "NaN" not in printed and "nan" not in printed.lower().replace("nan ", ""), printed
+    header = next(line for line in printed.splitlines() if line.lstrip().startswith("workload") and "test_acc" in line)
+    for column in ("run", "test_acc", "reference", "difference", "speedup", "interleaved"):
+        assert column in header.split(), header
+    assert "data" not in header.split(), "the data origin is a line under the table, not a column"
+
+
+def test_each_difference_is_said_in_words_and_each_origin_under_the_table(outputs: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    summary.main()
+    printed = capsys.readouterr().out
+    assert "fashion_mnist: no detectable difference between ddp and single (+0.005" in printed
+    assert "hotdog: ddp scores higher than single (+0.242" in printed
+    assert "fashion_mnist: Fashion-MNIST, the full official set" in printed and "wrapped" in printed
+    assert summary.SPEEDUPS in printed.replace("\n", " ") or summary.SPEEDUPS.split(";")[0] in printed
+
+
+def test_a_cut_strategy_shows_no_efficiency_against_the_data_parallel_ceiling(outputs: Path,
+                                                                               capsys: pytest.CaptureFixture[str]
+                                                                               ) -> None:
+    rows = {row["cell"]: row for row in summary.benchmark_rows()}
+    assert rows["model_parallel"]["vs_ceiling"] is None and rows["dp"]["per_s"] == "skipped"
+    summary.main()
+    line = next(line for line in capsys.readouterr().out.splitlines() if "model_parallel" in line)
+    assert line.split()[-2] == "-", line
