@@ -151,10 +151,11 @@ def test_repro_then_experiment(tmp_path):
         f"{kind}@{dataset}" for kind in ("download", "prepare") for dataset in SCORED}, "resnet50 has no data stages"
     shown = run(project, "dvc", "metrics", "show")
     header, *rows = shown.splitlines()
-    # 21 columns: the workloads' and benchmark's 18, the sweeps' best_value and speedup_vs_largest_value, and
-    # resnet50's `accuracy` (in words); rows under 480 characters: a wide screen's worth, no more.
-    assert len(header.split()) <= 21 and max(map(len, rows)) <= 480, f"a screen's worth, not more:\n{shown}"
-    for expected in ("speedup", "test_acc", "test_acc_ci95", "data_origin", "SAMPLE", "efficiency_vs_ceiling",
+    # 22 columns: the workloads' and benchmark's 19, the sweeps' best_value and speedup_vs_largest_value, and
+    # resnet50's `accuracy` (in words); rows under 500 characters: a wide screen's worth, no more.
+    assert len(header.split()) <= 22 and max(map(len, rows)) <= 500, f"a screen's worth, not more:\n{shown}"
+    for expected in ("speedup", "test_acc", "test_acc_ci95", "test_acc_delta_ci95", "data_origin", "SAMPLE",
+                     "efficiency_vs_ceiling",
                      "pretrained", "NOT d2l's hotdog.zip", "not applicable (synthetic data)", "best_value",
                      "metrics/sweep/split_size_distributed/1f1b.json", "speedup_vs_largest_value"):
         assert expected in shown, expected
@@ -185,7 +186,7 @@ def test_repro_then_experiment(tmp_path):
         assert record["environment"]["cpu_capability"] and record["environment"]["cpu_model"]
         compared = json.loads((project / f"metrics/speedup/{workload}.json").read_text())
         assert (compared["strategy"], compared["reference"]) == ("allreduce", "single")
-        assert compared["speedup"] > 0 and compared["data_origin"]
+        assert compared["speedup"] > 0 and compared["speedup_end_to_end"] > 0 and compared["data_origin"]
         if workload in SCORED:
             assert "test_acc" in compared and "reference_test_acc" in compared
         else:
@@ -229,19 +230,14 @@ def test_repro_then_experiment(tmp_path):
         record = json.loads((project / f"results/{role}/fashion_mnist.json").read_text())
         assert record["resumed_after_epoch"] == TINY_SCALE["epochs"], f"{role} trained again"
 
-    # A model never outlives its data: another source folder re-runs download, prepare, train and reference, and
-    # neither of them resumes the checkpoint it trained on the old photos; both are set aside, saying so.
+    # A model never outlives its data: another source folder re-runs download, prepare and the reference, which
+    # does not resume the checkpoint it trained on the old photos (its settings are unchanged): it is set aside.
     params = yaml.safe_load((project / "params.yaml").read_text())
     params["data"]["hotdog"]["source"] = str(write_class_folder(tmp_path / "other-hotdog", seed=1))
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    moved = run(project, "dvc", "repro", "speedup@hotdog")
-    assert {f"{stage}@hotdog" for stage in ("download", "prepare", "train", "reference", "evaluate", "speedup")
-            } <= stages_run(moved)
-    assert moved.count("was trained on other data") == 2 and "training starts from scratch" in moved
-    for role in ("train", "reference"):
-        record = json.loads((project / f"results/{role}/hotdog.json").read_text())
-        assert record["resumed_after_epoch"] == 0 and record["data_origin"].endswith(
-            f"from the local folder {tmp_path / 'other-hotdog'} (not checksum-verified)")
-        assert (project / f"checkpoints/{role}/hotdog.pt.other-data").is_file()
-    compared = json.loads((project / "metrics/speedup/hotdog.json").read_text())
-    assert compared["test_acc_delta_ci95"] >= 0 and "test_acc_ci95" in compared
+    moved = run(project, "dvc", "repro", "reference@hotdog")
+    assert stages_run(moved) == {"check", "download@hotdog", "prepare@hotdog", "reference@hotdog"}
+    assert "checkpoints/reference/hotdog.pt was trained on other data" in moved
+    record = json.loads((project / "results/reference/hotdog.json").read_text())
+    assert record["resumed_after_epoch"] == 0 and str(tmp_path / "other-hotdog") in record["data_origin"]
+    assert (project / "checkpoints/reference/hotdog.pt.other-data").is_file()

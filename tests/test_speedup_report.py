@@ -32,3 +32,14 @@ def test_no_interleaved_ratio_when_the_benchmark_did_not_run_both():
     skipped = {"ddp": {"status": "skipped", "reason": "..."}, "single": {"status": "ran", "rate": 4.0}}
     row = compare(record("ddp", 50, 2), record("single", 100, 1), evaluation, skipped, "test_acc")
     assert row["speedup_interleaved_robust"] is None
+
+
+def test_end_to_end_is_the_jobs_wall_times_and_none_after_a_resume():
+    evaluation = {"train": {"test_acc": 0.3}, "reference": {"test_acc": 0.3},
+                  "paired": {"delta": 0.0, "ci95_low": -0.01, "ci95_high": 0.01, "items": 600, "mcnemar_p": 1.0}}
+    run = {**record("ddp", 50, 2), "wall_time_s": 80.0, "resumed_after_epoch": 0}
+    reference = {**record("single", 60, 1), "wall_time_s": 60.0, "resumed_after_epoch": 0}
+    row = compare(run, reference, evaluation, None, "test_acc")
+    assert row["speedup"] == pytest.approx(1.2) and row["speedup_end_to_end"] == pytest.approx(0.75)
+    resumed = compare(run, {**reference, "resumed_after_epoch": 2}, evaluation, None, "test_acc")
+    assert resumed["speedup_end_to_end"] is None, "a resumed job did not run end to end"

@@ -1,12 +1,14 @@
 """Start a plan's work: in this process when it needs one, else its workers through torchrun, plan as JSON."""
 
 import logging
+import os
 import tempfile
+import time
 from pathlib import Path
 
 from parabench.engine.plan import RunPlan
 from parabench.engine.worker import train_worker
-from parabench.runtime.launch import Rendezvous, run_workers, worker_command
+from parabench.runtime.launch import LAUNCHED_AT_ENV, Rendezvous, run_workers, worker_command
 
 log = logging.getLogger("parabench.launch")
 WORKER_MODULE = "parabench.engine.worker"
@@ -51,6 +53,7 @@ def train(plan: RunPlan, node_rank: int = 0) -> None:
              plan.role, plan.workload_name, plan.strategy_name, plan.strategy.summary, plan.processes, plan.threads,
              plan.global_batch, plan.lr, plan.machine.accelerator)
     plan.workload.prefetch(plan.settings)
+    os.environ[LAUNCHED_AT_ENV] = repr(time.time())  # the workers inherit it (time.time(): one clock for every process)
     if plan.distributed:
         run_plan_workers(plan, f"{plan.role}@{plan.workload_name}", node_rank=node_rank)
     else:

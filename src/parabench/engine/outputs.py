@@ -19,13 +19,15 @@ NOT_SCORES = ("epoch", "step_time_s", "other_cpu_share")
 
 
 def run_record(plan: RunPlan, data: WorkloadData, result: TrainResult, step_durations: list[float],
-               memory_mb: list[float], memory_kind: str) -> dict[str, Any]:
+               memory_mb: list[float], memory_kind: str, wall_time_s: float | None) -> dict[str, Any]:
     """Everything measured about one run.
 
     `{unit}s_per_s` is the global batch over the median step time (warm-up excluded, the slowest rank's time
     per step); train_time_s is the time the planned steps take at that median, so two strategies doing the
-    same work compare fairly. other_cpu_share is the largest share of the machine's CPU that other programs
-    took during an epoch; above CONTENDED_SHARE the timing is marked contended.
+    same work compare fairly. wall_time_s is the whole job from its launch, start-up, evaluation after every epoch
+    and checkpoints included: what a user waits for (only the epochs trained now, after a resume).
+    other_cpu_share is the largest share of the machine's CPU that other programs took during an epoch; above
+    CONTENDED_SHARE the timing is marked contended.
     """
     steps = summarize(step_durations)
     last = result.history[-1]
@@ -40,6 +42,7 @@ def run_record(plan: RunPlan, data: WorkloadData, result: TrainResult, step_dura
         "labels": plan.workload.labels(plan.settings),
         "epochs": plan.settings.epochs,
         "train_time_s": steps["median"] * result.steps_per_epoch * plan.settings.epochs,
+        "wall_time_s": wall_time_s,
         f"{data.unit}s_per_s": plan.global_batch / steps["median"],
         "step_time_s": steps,
         "final_epoch": {key: value for key, value in last.items() if key not in NOT_SCORES},

@@ -4,6 +4,8 @@
 """
 
 import argparse
+import os
+import time
 from pathlib import Path
 
 from parabench.cli import stage_main
@@ -16,6 +18,7 @@ from parabench.engine.plan import RunPlan
 from parabench.io import tree_digest
 from parabench.paths import checkpoint_file, prepared_dir
 from parabench.runtime.collectives import gather_objects, slowest_per_step
+from parabench.runtime.launch import LAUNCHED_AT_ENV
 from parabench.runtime.memory import memory_kind, peak_memory_mb
 from parabench.workloads import WorkloadData
 
@@ -49,7 +52,15 @@ def train_worker(plan: RunPlan) -> None:
         steps = slowest_per_step(result.step_durations)
         memory = gather_objects(peak_memory_mb(process.device))
         if process.is_main:
-            write_run(plan, result, run_record(plan, data, result, steps, memory, memory_kind(process.device)))
+            write_run(plan, result, run_record(plan, data, result, steps, memory, memory_kind(process.device),
+                                               since_launch()))
+
+
+def since_launch() -> float | None:
+    """Seconds since the stage launched this job (start-up, every step, evaluation and checkpoints included), when
+    a stage did ($PARABENCH_LAUNCHED_AT)."""
+    launched = os.environ.get(LAUNCHED_AT_ENV)
+    return time.time() - float(launched) if launched else None
 
 
 def main() -> None:

@@ -1,8 +1,11 @@
-"""The run against its reference: speedup, scaling efficiency, the quality metrics of both, and how sure the timing is.
+"""The run against its reference: three speedups, scaling efficiency, the quality of both and its paired difference.
 
-End to end, `speedup` compares two runs timed minutes (or experiments) apart; on a shared machine other work
-can distort either. `speedup_interleaved_robust` is the same ratio from the benchmark stage, where both strategies
-ran in fresh processes in alternating rounds so that noise hit them alike: it is the robust figure.
+`speedup` is the ratio of the two training runs' median steps; they ran minutes (or experiments) apart, so other
+work or a slower spell of a shared machine can distort either. `speedup_interleaved_robust` is the same ratio from
+the benchmark stage, where both strategies ran in fresh processes in alternating rounds so that noise hit them
+alike: it is the robust figure for the step itself. `speedup_end_to_end` is the ratio of the two jobs' wall
+times from launch to the last checkpoint: what a user waits for, start-up (torchrun, process group) and the
+evaluation after each epoch included.
 """
 
 from typing import Any
@@ -12,9 +15,11 @@ from parabench.report.benchmark import REFERENCE
 from parabench.stats import in_words
 
 INTERLEAVED_NOTE = (
-    "speedup compares train and reference runs timed apart (end to end); speedup_interleaved_robust is the same ratio "
-    "from the benchmark stage's interleaved rounds, robust to machine noise; contended: other programs took more "
-    "than 10% of the CPU while a run was timed, so trust speedup_interleaved_robust."
+    "speedup: the reference's median training step over the run's, each from its whole training run, timed minutes "
+    "apart; speedup_interleaved_robust: the same ratio from the benchmark stage's interleaved rounds, robust to "
+    "machine noise (trust it for the step when the two differ); speedup_end_to_end: the reference job's wall time "
+    "over the run's, start-up and evaluation included; contended: other programs took more than 10% of the CPU "
+    "while a run was timed."
 )
 
 
@@ -26,6 +31,14 @@ def interleaved_speedup(benchmark: dict[str, dict[str, Any]] | None, strategy: s
     if run.get("status") != "ran" or ref.get("status") != "ran":
         return None
     return run["rate"] / ref["rate"]
+
+
+def end_to_end_speedup(run: dict[str, Any], reference: dict[str, Any]) -> float | None:
+    """The reference job's wall time over the run's; None when either resumed from a checkpoint (it did not run
+    end to end) or was not launched by a stage."""
+    timed = [record for record in (run, reference)
+             if record.get("wall_time_s") is not None and not record.get("resumed_after_epoch")]
+    return reference["wall_time_s"] / run["wall_time_s"] if len(timed) == 2 else None
 
 
 def compare(run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str, Any],
@@ -52,6 +65,7 @@ def compare(run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str
         "speedup": speedup,
         "scaling_efficiency": speedup / run["devices"],
         "speedup_interleaved_robust": interleaved_speedup(benchmark, run["strategy"], reference["strategy"]),
+        "speedup_end_to_end": end_to_end_speedup(run, reference),
         "contended": run["contended"] or reference["contended"],
         **run["labels"],
         "data_origin": origin_summary(run["data_origin"]),
@@ -66,6 +80,7 @@ def details(run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str
         if "paired" in evaluation else None,
         "data_origin": run["data_origin"],
         "train_time_s": {"run": run["train_time_s"], "reference": reference["train_time_s"]},
+        "wall_time_s": {"run": run.get("wall_time_s"), "reference": reference.get("wall_time_s")},
         "devices": run["devices"],
         "evaluation": evaluation,
         "benchmark_reference": REFERENCE,

@@ -13,7 +13,9 @@ from parabench.paths import benchmark_metrics_dir, results_file, speedup_metrics
 from parabench.workloads import WORKLOADS
 
 WIDTH = 120
-SPEEDUPS = "SPEEDUPS PLACEHOLDER"
+SPEEDUPS = ("speedups over the reference: per_step, median training steps of the two runs, timed minutes apart; "
+            "interleaved, the same from the benchmark's alternating rounds: trust it for the step when the two "
+            "differ; end_to_end, the jobs' wall times: start-up and the evaluation after each epoch included")
 WHERE = """Files: metrics/ (what `dvc metrics show` and `dvc exp show` compare), results/ (every figure with its
 environment, load and per-rank memory), plots/ (`dvc plots show`; plots/figures holds the benchmark and sweep
 charts), models/ (trained weights)."""
@@ -42,8 +44,10 @@ def comparison() -> tuple[list[dict], list[str], list[str]]:
             row["reference"] = with_interval(evaluation["reference"], metric)
             row["difference"] = f"{figures[f'{metric}_delta']:+.3f} +- {figures[f'{metric}_delta_ci95']:.3f}"
             verdicts.append(f"  {name}: {more['quality']}")
-        rows.append({**row, "speedup": figures["speedup"], "interleaved": figures["speedup_interleaved_robust"],
-                     "efficiency": figures["scaling_efficiency"], "contended": figures["contended"]})
+        rows.append({**row, "per_step": figures["speedup"], "interleaved": figures["speedup_interleaved_robust"],
+                     "end_to_end": figures["speedup_end_to_end"], "efficiency": figures["scaling_efficiency"]})
+        if figures["contended"]:
+            verdicts.append(f"  {name}: CONTENDED: other programs took over 10% of the CPU while it was timed")
         origins.append(f"  {name}: {more['data_origin']}")
     return rows, verdicts, origins
 
@@ -107,14 +111,14 @@ def main() -> None:
     """Print the comparison with its verdicts and data origins, the benchmark, input path and sweeps, then where the
     files are; every line at most WIDTH characters."""
     rows, verdicts, origins = comparison()
-    print(f"Each run against its reference ({SPEEDUPS}):")
+    print(textwrap.fill(f"Each run against its reference ({SPEEDUPS}):", WIDTH))
     print(table(rows))
     print("Quality, paired on the same test items (a difference whose 95% interval holds 0 is no difference):")
     print("\n".join(textwrap.fill(line, WIDTH, subsequent_indent="    ") for line in verdicts))
     print("Data:")
     print("\n".join(textwrap.fill(line, WIDTH, subsequent_indent="    ") for line in origins))
-    print("\nBenchmark: every strategy in fresh processes, interleaved rounds (ceiling: independent copies of single side")
-    print("by side, the bound for data-parallel strategies on this machine; vs_ceiling is theirs alone):")
+    print("\nBenchmark: every strategy in fresh processes, interleaved rounds (ceiling: independent copies of single")
+    print("side by side, the bound for data-parallel strategies on this machine; vs_ceiling is theirs alone):")
     print(table(benchmark_rows()))
     print("\nInput path, one process: the workload's transform (decode, normalise, augment) alone against a whole")
     print("training step; headroom below 1 would starve training:")

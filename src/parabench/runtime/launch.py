@@ -52,6 +52,7 @@ def worker_command(module: str, args: list[str], processes_per_node: int | None,
 
 
 PROGRESS_ENV = "PARABENCH_PROGRESS_FILE"  # where rank 0 notes the last step it finished
+LAUNCHED_AT_ENV = "PARABENCH_LAUNCHED_AT"  # time.time() when the stage launched the job: rank 0 times it end to end
 TAIL_CHARS = 20_000  # torchrun's failure summary comes last; keep this much of stderr to read it
 
 
