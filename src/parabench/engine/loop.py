@@ -50,10 +50,15 @@ def shard_of(plan: RunPlan, parallel: Parallelized, process: Process) -> tuple[i
 
 def evaluate_state(plan: RunPlan, data: WorkloadData, state: dict[str, Tensor], split: str,
                    device: torch.device) -> dict[str, float]:
-    """The workload's scores of the whole plain model, rebuilt from its state on `device`."""
+    """The workload's scores of the whole plain model, rebuilt from its state on `device`. On a CPU, with the
+    threads of the node's every process: the others wait for the scores meanwhile."""
     model = plan.workload.build_model(plan.settings)
     model.load_state_dict(state)
-    return data.evaluate(model.to(device), split, device)
+    torch.set_num_threads(plan.machine.threads_per_process(1))
+    try:
+        return data.evaluate(model.to(device), split, device)
+    finally:
+        torch.set_num_threads(plan.threads)
 
 
 def progress_note(process: Process, epoch: int, epochs: int, steps: int) -> Callable[[int], None] | None:
