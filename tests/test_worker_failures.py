@@ -1,14 +1,18 @@
-"""A failed worker is named (rank, host, how), and torchrun's temporary folders do not outlive the run."""
+"""A failed worker is named (rank, host, how), a rank that never reached an NCCL collective is named rather than
+the rank torchrun blames, and torchrun's temporary folders do not outlive the run."""
 
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 from parabench.errors import ParabenchError
-from parabench.runtime.failures import failure_message
+from parabench.runtime.failures import failure_message, said_it_stopped
 from parabench.runtime.launch import run_workers, worker_command
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 TORCHRUN_SUMMARY = """\
 torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
@@ -72,3 +76,78 @@ def test_torchrun_leaves_no_folder_in_the_system_temp(tmp_path: Path, monkeypatc
     run_workers([*worker_command("unused", [], 2)[:-2], str(worker)], 1, "test@clean")
     run_workers([sys.executable, str(worker)], 1, "test@clean-single")
     assert list(system_temp.iterdir()) == [], "torchelastic_* and the workers' scratch are removed"
+
+
+def recorded(name: str) -> str:
+    """A recorded stderr of an NCCL collective's timeout (tests/fixtures/nccl_*.txt): the ranks' lines as torch 2.14's
+    ProcessGroupNCCL.cpp words them, printed by stand-in workers, then what real torchrun (2 ranks: rank 0 aborted by
+    NCCL, rank 1 hung) or the launcher (4 ranks: killed 5 s after the first watchdog line) made of them."""
+    return (FIXTURES / name).read_text()
+
+
+def without_lines(stderr: str, rank: int, containing: str = "") -> str:
+    """The stderr less the lines of `rank` (its c10 prefix `[rankN]:`) that contain `containing`."""
+    return "\n".join(line for line in stderr.splitlines()
+                     if not (line.startswith(f"[rank{rank}]:") and containing in line))
+
+
+def test_under_nccl_the_rank_that_never_reached_the_collective_is_named_not_the_one_torchrun_blames():
+    stderr = recorded("nccl_timeout_2_ranks.txt")
+    assert "rank      : 0 (local_rank: 0)\n  exitcode  : -6" in stderr, "torchrun blames rank 0, aborted by NCCL"
+    message = failure_message("train@allreduce", 1, stderr)
+    assert "rank 1 did not reach the collective (SeqNum 389, ALLREDUCE) within hardware.timeout_s" in message
+    assert "rank 0 waited in it until NCCL's watchdog timed it out; NCCL then aborted the waiting ranks" in message
+    assert "Look at rank 1's messages above" in message and "raise hardware.timeout_s" in message
+    assert "SIGABRT" not in message
+
+
+def test_of_four_ranks_the_one_that_never_came_is_named_and_the_three_that_waited_are_not():
+    message = failure_message("train@allreduce", 1, recorded("nccl_timeout_4_ranks.txt"), hung=["0", "1", "2", "3"])
+    assert "rank 2 did not reach the collective (SeqNum 1204, ALLREDUCE)" in message
+    assert "ranks 0, 1 and 3 waited in it until NCCL's watchdog timed it out; the workers still running 5 s later " \
+           "were killed" in message
+
+
+def test_a_rank_whose_watchdog_had_not_fired_yet_waited_if_it_had_enqueued_the_collective():
+    stderr = without_lines(recorded("nccl_timeout_4_ranks.txt"), 3, containing="Watchdog caught")
+    stderr = without_lines(stderr, 3, containing="failure detected by watchdog")
+    assert "Last enqueued NCCL work: 1204" in stderr, "rank 3 saw rank 1's dump signal after enqueuing SeqNum 1204"
+    message = failure_message("train@allreduce", 1, stderr, hung=["0", "1", "2", "3"])
+    assert "rank 2 did not reach" in message and "ranks 0, 1 and 3 waited" in message
+
+
+def test_a_silent_rank_is_named_from_torchruns_summary():
+    stderr = without_lines(recorded("nccl_timeout_4_ranks.txt"), 2)  # stopped (SIGSTOP): not even a dump signal
+    assert "[rank2]:" not in stderr
+    assert "rank 2 did not reach the collective" in failure_message("train@allreduce", 1, stderr)
+
+
+def test_when_every_rank_here_waited_the_missing_one_is_looked_for_on_the_other_nodes():
+    # rank 1 had enqueued SeqNum 389 too: the rank that did not come runs on another node
+    stderr = recorded("nccl_timeout_2_ranks.txt")
+    stderr = stderr.replace("Last enqueued NCCL work: 388", "Last enqueued NCCL work: 389")
+    message = failure_message("train@allreduce", 1, stderr)
+    assert "every rank here reached the collective (SeqNum 389, ALLREDUCE)" in message
+    assert "ranks 0 and 1 waited" in message and "runs on another node" in message
+
+
+def test_the_launcher_counts_nccls_watchdog_timeout_as_a_stop():
+    watchdog = next(line for line in recorded("nccl_timeout_2_ranks.txt").splitlines() if "Watchdog caught" in line)
+    assert said_it_stopped(watchdog)
+    assert said_it_stopped("error: rank 0 stopped at epoch 2 step 5 of 64: RuntimeError: Connection closed by peer")
+    assert not said_it_stopped(TORCHRUN_SUMMARY.format(exitcode="-9 (pid: 4344)  (SIGKILL)"))
+
+
+def test_a_rank_hung_under_nccl_is_named_seconds_after_the_watchdog_fires(tmp_path: Path):
+    watchdog = next(line for line in recorded("nccl_timeout_2_ranks.txt").splitlines() if "Watchdog caught" in line)
+    worker = script(tmp_path, f"""\
+        import os, sys, time
+        if os.environ["RANK"] == "0":  # waits in the all-reduce until NCCL's watchdog times it out
+            print({watchdog!r}, file=sys.stderr, flush=True)
+        time.sleep(60)  # rank 0: NCCL's wait before it aborts; rank 1: hung before the all-reduce
+    """)
+    command = [*worker_command("unused", [], 2)[:-2], str(worker)]
+    started = time.monotonic()
+    with pytest.raises(ParabenchError, match=r"rank 1 did not reach the collective \(SeqNum 389, ALLREDUCE\)"):
+        run_workers(command, 1, "test@nccl-hung")
+    assert time.monotonic() - started < 30, "the workers are killed STOP_GRACE_S after the watchdog, not 60 s later"

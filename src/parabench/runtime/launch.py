@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 
 from parabench.errors import ParabenchError
-from parabench.runtime.failures import STOP_GRACE_S, STOPPED_AT, failure_message
+from parabench.runtime.failures import STOP_GRACE_S, failure_message, said_it_stopped
 
 log = logging.getLogger("parabench.launch")
 
@@ -62,9 +62,10 @@ def run_workers(command: list[str], threads: int, what: str, max_restarts: int =
 
     stderr passes through as it comes (progress bars included) while its tail is kept for torchrun's summary.
     Once a worker has said it stopped (`error: rank N stopped at ...`, after a lost peer or a collective's
-    timeout) the job gets STOP_GRACE_S to end, then every worker still running is killed, so a hung (stopped,
-    deadlocked) rank costs seconds, not torchrun's 30 s wait per process; not with max_restarts > 0, where
-    torchrun restarts the group itself. After Ctrl-C (which reaches torchrun too) the same grace applies.
+    timeout), or NCCL's watchdog timed a collective out, the job gets STOP_GRACE_S to end, then every worker still
+    running is killed, so a hung (stopped, deadlocked) rank costs seconds, neither NCCL's wait before it aborts the
+    ranks that waited nor torchrun's 30 s wait per process; not with max_restarts > 0, where torchrun restarts the
+    group itself. After Ctrl-C (which reaches torchrun too) the same grace applies.
     torchrun's own temporary folders (torchelastic_*) go into a folder of ours, removed afterwards.
     """
     log.info("launching: %s", " ".join(command))
@@ -87,8 +88,8 @@ def run_workers(command: list[str], threads: int, what: str, max_restarts: int =
 
 def _watch(process: subprocess.Popen[bytes], kill_after_stop: bool) -> tuple[str, list[str] | None]:
     """Copy the workers' stderr to ours until it closes, keeping its tail; kill the workers still running
-    STOP_GRACE_S after one said it stopped (when kill_after_stop). Returns the tail and the ranks killed so
-    (None when none was)."""
+    STOP_GRACE_S after one said it stopped or NCCL's watchdog timed a collective out (when kill_after_stop).
+    Returns the tail and the ranks killed so (None when none was)."""
     fd = process.stderr.fileno()  # type: ignore[union-attr]
     tail, stopped_since, killed = b"", None, None
     while True:
@@ -99,7 +100,7 @@ def _watch(process: subprocess.Popen[bytes], kill_after_stop: bool) -> tuple[str
             sys.stderr.buffer.write(chunk)
             sys.stderr.buffer.flush()
             tail = (tail + chunk)[-TAIL_CHARS:]
-            if kill_after_stop and stopped_since is None and STOPPED_AT.search(tail.decode(errors="replace")):
+            if kill_after_stop and stopped_since is None and said_it_stopped(tail.decode(errors="replace")):
                 stopped_since = time.monotonic()
         if (stopped_since is not None and killed is None and process.poll() is None
                 and time.monotonic() - stopped_since > STOP_GRACE_S):
