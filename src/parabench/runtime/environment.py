@@ -1,11 +1,18 @@
 """The environment recorded beside every number: versions, CPU model and vector ISA, devices, backend, threads."""
 
+import os
 import platform
+import re
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
 
+from parabench.runtime.gpu_signs import gpu_signs
 from parabench.runtime.hardware import Machine, usable_cores
+
+NVIDIA_VERSION_FILE = Path("/proc/driver/nvidia/version")  # the loaded NVIDIA kernel driver's version line
 
 
 def cpu_model() -> str:
@@ -32,17 +39,82 @@ def cpu_flags() -> list[str]:
     return []
 
 
+def gpu_names() -> list[str]:
+    """The names of the GPUs torch can use, in device order."""
+    return [torch.cuda.get_device_name(index) for index in range(torch.cuda.device_count())]
+
+
+def gpus() -> list[dict[str, Any]]:
+    """Each GPU torch can use: its name, compute capability (major.minor) and memory in bytes."""
+    return [{"name": torch.cuda.get_device_name(index),
+             "compute_capability": "{}.{}".format(*torch.cuda.get_device_capability(index)),
+             "memory_bytes": torch.cuda.get_device_properties(index).total_memory}
+            for index in range(torch.cuda.device_count())]
+
+
+def nvidia_driver_version() -> str | None:
+    """The loaded NVIDIA kernel driver's version (like 550.54.14), or None without one."""
+    try:
+        first_line = NVIDIA_VERSION_FILE.read_text(encoding="utf-8").partition("\n")[0]
+    except OSError:
+        return None
+    version = re.search(r"\b\d+\.\d+(?:\.\d+)?\b", first_line)
+    return version.group() if version else None
+
+
+def cudnn_version() -> int | None:
+    """cuDNN's version number as torch reports it (like 91002), or None where CUDA is not in use."""
+    return torch.backends.cudnn.version() if torch.cuda.is_available() and torch.backends.cudnn.is_available() else None
+
+
+def nccl_version() -> str | None:
+    """NCCL's version (like 2.27.5), or None where CUDA is not in use."""
+    return ".".join(str(part) for part in torch.cuda.nccl.version()[:3]) if torch.cuda.is_available() else None
+
+
+def gpus_torch_cannot_use() -> list[str]:
+    """The signs of GPUs on this node when torch can use none of them (a CPU-only build, a driver too old)."""
+    return [] if torch.cuda.is_available() else gpu_signs()
+
+
+def tf32_setting(read: Callable[[], Any]) -> Any:
+    """A TF32 setting of torch's older API, or None where torch refuses to read it (set with fp32_precision)."""
+    try:
+        return read()
+    except RuntimeError:
+        return None
+
+
+def reproducibility_settings() -> dict[str, Any]:
+    """The settings that decide whether a CUDA run repeats bit for bit: TF32, deterministic kernels, autotuning."""
+    return {
+        "matmul_allow_tf32": tf32_setting(lambda: torch.backends.cuda.matmul.allow_tf32),
+        "cudnn_allow_tf32": tf32_setting(lambda: torch.backends.cudnn.allow_tf32),
+        "float32_matmul_precision": tf32_setting(torch.get_float32_matmul_precision),
+        "matmul_fp32_precision": torch.backends.cuda.matmul.fp32_precision,
+        "cudnn_conv_fp32_precision": torch.backends.cudnn.conv.fp32_precision,
+        "cudnn_deterministic": torch.backends.cudnn.deterministic,
+        "cudnn_benchmark": torch.backends.cudnn.benchmark,
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
+    }
+
+
 def machine_identity() -> dict[str, Any]:
     """What makes timings on this machine comparable: the same identity means the same hardware and software."""
-    gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
     return {
         "cpu_model": cpu_model(),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "cpu_vector_flags": cpu_flags(),
         "cores": usable_cores(),
-        "gpus": gpus,
+        "gpus": gpus(),
+        "gpus_torch_cannot_use": gpus_torch_cannot_use(),
+        "nvidia_driver": nvidia_driver_version(),
         "torch": torch.__version__,
         "cuda": torch.version.cuda or "none",
+        "cudnn": cudnn_version(),
+        "nccl": nccl_version(),
+        "reproducibility": reproducibility_settings(),
         "python": platform.python_version(),
         "platform": platform.platform(),
     }

@@ -1,12 +1,18 @@
 """params.yaml's `hardware` section and its resolution against the machine at hand (auto values become numbers)."""
 
+import functools
+import logging
 import os
 from typing import Annotated, Any, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator
 
+from parabench.runtime.gpu_signs import gpu_signs
+
 CPU_DEFAULT_DEVICES = 2
+
+log = logging.getLogger("parabench.hardware")
 
 
 def _auto_or_positive_int(value: Any) -> int | str:
@@ -63,11 +69,30 @@ def usable_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+@functools.cache
+def warn_of_unused_gpus() -> None:
+    """Say loudly, once per process, when `accelerator: auto` falls back to the CPU on a node that shows GPUs: what
+    was seen and what to do."""
+    signs = gpu_signs()
+    if not signs:
+        return
+    log.warning(
+        "hardware.accelerator: auto trains on the CPU: the installed torch %s (CUDA build: %s) cannot use this "
+        "node's GPUs, yet the node shows them (%s). Every timing of this run is a CPU timing. Install a torch build "
+        "whose CUDA version the NVIDIA driver supports (nvidia-smi prints the highest it supports), or set "
+        "hardware.accelerator: cpu to silence this, or cuda to make it an error.",
+        torch.__version__, torch.version.cuda or "none, a CPU-only build", "; ".join(signs))
+
+
 def resolve(hardware: Hardware) -> Machine:
-    """Turn `auto` into numbers: cuda if present, its GPU count as devices, nccl on cuda and gloo on cpu."""
+    """Turn `auto` into numbers: cuda if present, its GPU count as devices, nccl on cuda and gloo on cpu.
+
+    An `auto` that falls back to the CPU on a node that shows GPUs warns (see `warn_of_unused_gpus`)."""
     accelerator = hardware.accelerator
     if accelerator == "auto":
         accelerator = "cuda" if torch.cuda.is_available() else "cpu"
+        if accelerator == "cpu":
+            warn_of_unused_gpus()
     devices = hardware.devices
     if devices == "auto":
         devices = torch.cuda.device_count() if accelerator == "cuda" else CPU_DEFAULT_DEVICES
