@@ -9,7 +9,8 @@ from tests.setups import cpu_setup, tiny_plan
 
 
 def run(step_seconds: list[float], ranks: int, other: float = 0.0) -> dict:
-    return {"unit": "sample", "step_durations": step_seconds, "peak_memory_mb": [100.0 + r for r in range(ranks)],
+    return {"unit": "sample", "step_durations": step_seconds,
+            "peak_memory_mb": {f"rank{r}": 100.0 + r for r in range(ranks)},
             "memory_kind": "cpu_max_rss", "other_cpu_share": other, "strategy_details": {},
             "transform_units_per_s": 1000.0}
 

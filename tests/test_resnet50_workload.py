@@ -66,7 +66,7 @@ def test_the_seed_cut_needs_a_documented_cut_for_as_many_stages():
     model, sample = resnet50_blocks(CLASSES), torch.rand(2, 3, SIZE, SIZE)
     with pytest.raises(ConfigError, match=r"partition.balance: 'seed'.*no cut; set partition.balance"):
         choose_cut(model, "seed", 2, sample, None)
-    with pytest.raises(ConfigError, match=r"hardware.devices asks for 3 stages; set hardware.devices to 2"):
+    with pytest.raises(ConfigError, match=r"this run cuts the model into 3 stages; set partition.stages to 2"):
         choose_cut(model, "seed", 3, sample, SEED_CUT)
 
 

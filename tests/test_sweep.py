@@ -52,10 +52,10 @@ def test_one_list_of_values_serves_every_scale(base_params, write_params):
 
 
 def test_a_value_that_could_never_run_stops_before_any_cell(base_params, write_params):
-    base_params["sweeps"]["split_size"]["values"] = [4, 12, 24]  # quick batch: 12
-    with pytest.raises(ConfigError, match=r"\(sweeps\.split_size, the cell \{'pipeline\.split_sizes\.resnet50': 24, "
-                                          r"'pipeline\.engine': 'inprocess'\}\): pipeline\.split_sizes\.resnet50: 24 "
-                                          r"is larger than scales\.resnet50\.quick\.batch_size: 12"):
+    base_params["sweeps"]["split_size"]["values"] = [4, 16, 32]  # quick batch: 16
+    with pytest.raises(ConfigError, match=r"\(sweeps\.split_size, the cell \{'pipeline\.split_sizes\.resnet50': 32, "
+                                          r"'pipeline\.engine': 'inprocess'\}\): pipeline\.split_sizes\.resnet50: 32 "
+                                          r"is larger than scales\.resnet50\.quick\.batch_size: 16"):
         load_params(write_params(base_params))
     base_params["sweeps"]["split_size"]["values"] = [4]
     base_params["sweeps"]["split_size"]["curves"]["inprocess"] = {"pipeline.shedule": "1f1b"}
@@ -106,7 +106,7 @@ def test_a_sweep_writes_each_curve_and_picks_its_fastest_value(base_params, writ
     assert gpipe["value"].tolist() == [1, 4, 12, 24] and gpipe["median_s"].tolist() == [5.0, 1.0, 1.5, 3.0]
     assert pd.read_csv(tmp_path / "plots/sweep/toy/1f1b.csv")["value"].tolist() == [1, 12, 24]
     metrics = json.loads((tmp_path / "metrics/sweep/toy/gpipe.json").read_text())
-    assert metrics == {"best_value": 4, "speedup": 2.0, "speedup_vs_largest_value": 3.0}
+    assert metrics == {"status": "ran", "best_value": 4, "speedup": 2.0, "speedup_vs_largest_value": 3.0}
     assert json.loads((tmp_path / "metrics/sweep/toy/1f1b.json").read_text())["best_value"] == 12
     full = json.loads((tmp_path / "results/sweep/toy.json").read_text())
     assert full["curves"]["gpipe"]["speedup_vs_model_parallel"] is None
@@ -126,3 +126,20 @@ def test_an_inprocess_curve_on_the_cpu_says_its_stages_cannot_overlap(base_param
                 [ran(1.0, 0.9, 1.1), ran(2.0, 1.9, 2.1, inprocess)])
     curve = json.loads((tmp_path / "results/sweep/toy.json").read_text())["curves"]["inprocess"]
     assert "cannot overlap" in curve["note"] and curve["speedup"] == 0.5
+
+
+def test_a_sweep_that_cannot_run_on_this_hardware_records_why_and_still_writes_its_outputs(base_params, write_params,
+                                                                                          tmp_path, monkeypatch):
+    """One device: no cell of the pipeline sweep can run; the stage still writes every output DVC expects."""
+    sweep = load_params(write_params(base_params)).sweeps["split_size"]
+    reason = {"status": "skipped", "reason": "pipeline cuts the model into one stage per device and needs at least 2"}
+    monkeypatch.chdir(tmp_path)
+    write_sweep("toy", sweep, "quick", [SweepPoint("single"), SweepPoint("model_parallel"), SweepPoint("inprocess", 3)],
+                [ran(1.0, 0.9, 1.1), reason, reason])
+    assert json.loads((tmp_path / "metrics/sweep/toy/inprocess.json").read_text()) == {"status": "skipped"}
+    assert pd.read_csv(tmp_path / "plots/sweep/toy/inprocess.csv").empty
+    full = json.loads((tmp_path / "results/sweep/toy.json").read_text())
+    assert full["curves"]["inprocess"] == {"status": "skipped"}
+    assert full["skipped"][-1] == ("inprocess pipeline.split_sizes.resnet50=3 skipped: pipeline cuts the model into "
+                                   "one stage per device and needs at least 2")
+    assert (tmp_path / "plots/figures/sweep-toy.png").exists()

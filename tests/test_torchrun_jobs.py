@@ -1,6 +1,7 @@
-"""torchrun jobs on loopback through the real train stage (ddp, 2 gloo ranks): two nodes joined by torchrun's
-rendezvous, and faults (a killed rank, a hung rank, a restarted worker group, a node that is late or holds other
-data); each bounded in time, each named, and every run's parameters equal to an uninterrupted single-node one's."""
+"""torchrun jobs on loopback through the real train stage (ddp, 2 gloo ranks; fsdp too for a killed rank): two nodes
+joined by torchrun's rendezvous (ddp, and the distributed pipeline cut across them), and faults (a killed rank, a
+hung rank, a restarted worker group, a node that is late or holds other data); each bounded in time, each named,
+and every run's parameters equal to an uninterrupted single-node one's."""
 
 import json
 import os
@@ -13,6 +14,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -64,19 +66,21 @@ def finished(process: subprocess.Popen[str], limit_s: float = 300) -> tuple[int,
 
 
 def make_project(folder: Path, max_restarts: int = 0, timeout_s: float = 60, prepared: Path | None = None,
-                 nodes: int = 1, join_timeout_s: float = 60) -> Path:
-    """A working folder with params.yaml at a tiny scale (ddp on 2 CPU processes) and Fashion-MNIST prepared (by
-    its own download and prepare stages, or copied from `prepared`)."""
+                 nodes: int = 1, join_timeout_s: float = 60, strategy: str = "ddp", engine: str = "inprocess") -> Path:
+    """A working folder with params.yaml at a tiny scale (`strategy` on 2 CPU processes, the pipeline's `engine`;
+    SGD with momentum, so that a resumed run needs its optimiser's state) and Fashion-MNIST prepared (by its own
+    download and prepare stages, or copied from `prepared`)."""
     folder.mkdir()
     params = yaml.safe_load((PROJECT_ROOT / "params.yaml").read_text())
-    params["scales"]["fashion_mnist"]["tiny"] = {**TINY_SCALE, "epochs": EPOCHS, "width": 8}
+    params["scales"]["fashion_mnist"]["tiny"] = {**TINY_SCALE, "epochs": EPOCHS, "width": 8, "momentum": 0.9}
     params["scales"]["miniimagenet"]["tiny"] = TINY_EPISODES
     params["scales"]["hotdog"]["tiny"] = TINY_HOTDOG
     params["scales"]["resnet50"]["tiny"] = TINY_RESNET50
     params["pipeline"]["split_sizes"]["resnet50"] = 2
     for sweep in params["sweeps"].values():
         sweep.update(TINY_SWEEP, values={"tiny": [2]})
-    params.update(scale="tiny", strategy="ddp")
+    params.update(scale="tiny", strategy=strategy)
+    params["pipeline"].update(engine=engine, split_size=8)  # pipeline: 4 micro-batches of the tiny batch of 32
     params["hardware"].update(accelerator="cpu", devices=2 // nodes, threads=1, max_restarts=max_restarts,
                               timeout_s=timeout_s, nodes=nodes, join_timeout_s=join_timeout_s,
                               rendezvous=f"127.0.0.1:{free_port()}" if nodes > 1 else None)
@@ -148,8 +152,20 @@ def straight_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def uninterrupted(straight_project: Path) -> dict[str, torch.Tensor]:
-    return parameters(straight_project)
+def strategy() -> str:
+    """The strategy a test's projects train with: ddp, unless the test is parametrized over it."""
+    return "ddp"
+
+
+@pytest.fixture
+def uninterrupted(strategy: str, straight_project: Path, prepared: Path, tmp_path: Path) -> dict[str, torch.Tensor]:
+    """The parameters of a run of `strategy` without a fault: the straight project's for ddp, else trained here."""
+    if strategy == "ddp":
+        return parameters(straight_project)
+    project = make_project(tmp_path / f"straight-{strategy}", prepared=prepared, strategy=strategy)
+    status, output = finished(stage(project, "train.py", "fashion_mnist"))
+    assert status == 0, output
+    return parameters(project)
 
 
 @pytest.fixture
@@ -157,9 +173,10 @@ def prepared(straight_project: Path) -> Path:
     return straight_project / PREPARED
 
 
-def test_a_killed_rank_ends_the_job_named_and_the_rerun_resumes_to_the_same_parameters(tmp_path, tag, uninterrupted,
-                                                                                      prepared):
-    project = make_project(tmp_path / "killed", prepared=prepared)
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])  # fsdp: its optimiser's state holds DTensors
+def test_a_killed_rank_ends_the_job_named_and_the_rerun_resumes_to_the_same_parameters(tmp_path, tag, strategy,
+                                                                                      uninterrupted, prepared):
+    project = make_project(tmp_path / "killed", prepared=prepared, strategy=strategy)
     run = stage(project, "train.py", "fashion_mnist", tag=tag)
     killed_at = hit_rank_after_first_epoch(project, tag, signal.SIGKILL)
     status, output = finished(run)
@@ -171,7 +188,7 @@ def test_a_killed_rank_ends_the_job_named_and_the_rerun_resumes_to_the_same_para
     assert re.search(rf"the last step rank 0 finished: epoch [12] of {EPOCHS}, step \d+ of 64", message), message
     assert not (project / MODEL).exists() and not (project / "results").exists(), "nothing half-written"
     status, output = finished(stage(project, "train.py", "fashion_mnist"))
-    assert status == 0, output
+    assert status == 0 and "resuming from" in output and ".corrupt" not in output, output
     record = json.loads((project / "results/train/fashion_mnist.json").read_text())
     assert record["resumed_after_epoch"] == 1 and record["restarts"] == 0
     assert_same_parameters(parameters(project), uninterrupted)
@@ -202,17 +219,33 @@ def test_a_hung_rank_is_caught_by_the_timeout_and_named(tmp_path, tag, prepared)
     assert worker_pid(tag, rank=1) is None, "the stopped rank was killed, not left behind"
 
 
-def test_two_nodes_on_loopback_train_to_the_parameters_of_one_node_with_two_processes(tmp_path, uninterrupted,
-                                                                                      prepared):
-    project = make_project(tmp_path / "two-nodes", prepared=prepared, nodes=2)
+def train_on_two_nodes(project: Path) -> dict[str, Any]:
+    """Node 0's train stage and node 1's join, both in `project`; the run's results once both succeeded."""
     node_0 = stage(project, "train.py", "fashion_mnist")
     node_1 = join(project, node_rank=1)
     (status_0, output_0), (status_1, output_1) = finished(node_0), finished(node_1)
     assert status_0 == 0 and status_1 == 0, f"node 0:\n{output_0}\nnode 1:\n{output_1}"
     assert "python -m parabench.engine.join fashion_mnist --role train --node-rank K" in output_0
-    record = json.loads((project / "results/train/fashion_mnist.json").read_text())
+    return json.loads((project / "results/train/fashion_mnist.json").read_text())
+
+
+def test_two_nodes_on_loopback_train_to_the_parameters_of_one_node_with_two_processes(tmp_path, uninterrupted,
+                                                                                      prepared):
+    project = make_project(tmp_path / "two-nodes", prepared=prepared, nodes=2)
+    record = train_on_two_nodes(project)
     assert (record["environment"]["nodes"], record["processes"], record["replicas"]) == (2, 2, 2)
     assert_same_parameters(parameters(project), uninterrupted)
+
+
+def test_the_distributed_pipeline_over_two_nodes_runs_one_stage_per_process(tmp_path, prepared):
+    """One process per node, one stage per process: the model is cut in two across the nodes (global rank = stage)."""
+    project = make_project(tmp_path / "two-node-pipeline", prepared=prepared, nodes=2, strategy="pipeline",
+                           engine="distributed")
+    record = train_on_two_nodes(project)
+    assert (record["environment"]["nodes"], record["processes"], record["devices"]) == (2, 2, 2)
+    details = record["strategy_details"]
+    assert (details["engine"], details["stages"], len(details["cut"])) == ("distributed", 2, 2)
+    assert 0 <= record["final_epoch"]["test_acc"] <= 1 and len(parameters(project)) > 0
 
 
 def test_a_node_that_does_not_come_is_named_after_the_join_timeout(tmp_path, prepared):

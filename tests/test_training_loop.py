@@ -5,7 +5,8 @@ import torch
 from torch.nn import functional as F
 
 from parabench.engine.batches import shard_batches
-from parabench.engine.checkpoint import run_description
+from parabench.engine import checkpoint
+from parabench.engine.checkpoint import fingerprint, run_description
 from parabench.engine.loop import fit
 from parabench.engine.timing import StepClock
 from parabench.engine.train_pass import train_pass
@@ -64,6 +65,26 @@ def test_a_run_is_identified_by_what_shapes_its_math_and_timings_only():
         "a cosine schedule ends at the last epoch: a longer run is another run"
 
 
+def test_a_run_on_another_cpu_or_gpu_model_is_another_run(monkeypatch):
+    """A resumed run keeps its checkpoint's step times: they must come from the same CPU model, ISA and GPUs."""
+    cpu_plan = tiny_plan()
+    cuda_machine = cpu_plan.machine.model_copy(update={"accelerator": "cuda", "backend": "nccl"})
+    cuda_plan = cpu_plan.model_copy(update={"setup": cpu_plan.setup.model_copy(update={"machine": cuda_machine})})
+    monkeypatch.setattr(checkpoint, "cpu_model", lambda: "Intel(R) Xeon(R) Gold 6248")
+    monkeypatch.setattr(checkpoint, "gpu_names", lambda: ["NVIDIA A100-SXM4-40GB"])
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
+    before = {plan.machine.accelerator: fingerprint(run_description(plan)) for plan in (cpu_plan, cuda_plan)}
+    assert before == {plan.machine.accelerator: fingerprint(run_description(plan)) for plan in (cpu_plan, cuda_plan)}
+    monkeypatch.setattr(checkpoint, "gpu_names", lambda: ["NVIDIA H100 80GB HBM3"])
+    assert fingerprint(run_description(cuda_plan)) != before["cuda"], "other GPUs"
+    assert fingerprint(run_description(cpu_plan)) == before["cpu"], "a CPU run does not time the GPUs"
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
+    assert fingerprint(run_description(cpu_plan)) != before["cpu"], "other vector kernels"
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
+    monkeypatch.setattr(checkpoint, "cpu_model", lambda: "AMD EPYC 7763 64-Core Processor")
+    assert fingerprint(run_description(cpu_plan)) != before["cpu"], "another CPU model"
+
+
 def test_a_cosine_schedule_warms_up_in_a_line_then_falls_to_zero_at_the_last_step():
     plan = tiny_plan(epochs=3, lr=0.1, lr_schedule="cosine", lr_warmup_epochs=1)
     trainer = build_trainer(plan, CPU_PROCESS, steps_per_epoch=4)
@@ -106,7 +127,7 @@ def test_train_pass_is_the_hand_written_loop_with_its_totals():
     indices = list(shard_batches(data.train_units, 16, 0, 1, seed=0, epoch=0))
     trainer = build_trainer(plan, CPU_PROCESS, steps_per_epoch=1)
     batches = [data.train_batch(0, chosen) for chosen in indices]
-    totals = train_pass(trainer, data, batches, len(batches), StepClock(CPU_PROCESS.device, 0))
+    totals = train_pass(trainer, data, batches, len(batches), StepClock([CPU_PROCESS.device], 0))
 
     torch.manual_seed(plan.settings.seed)
     model = plan.workload.build_model(plan.settings)

@@ -15,6 +15,7 @@ from parabench.engine.plan import RunPlan
 from parabench.errors import ParabenchError
 from parabench.io import write_atomic
 from parabench.runtime.collectives import broadcast_object
+from parabench.runtime.environment import cpu_model, gpu_names
 from parabench.runtime.process import Process
 
 log = logging.getLogger("parabench.checkpoint")
@@ -26,13 +27,16 @@ def run_description(plan: RunPlan) -> dict[str, Any]:
     `epochs` is left out on purpose when the learning rate does not depend on it (constant, or a schedule counted
     in steps): epoch k then does the same work whatever the total (data order seeded per epoch), so a longer run
     may continue a shorter one's checkpoint. A cosine schedule ends at the last epoch, so there it is in. The machine
-    is in: a resumed run keeps the step times of its checkpoint, which must have been measured alike.
+    is in, down to the CPU model, its vector ISA and, on CUDA, the GPUs' names: a resumed run keeps the step times
+    of its checkpoint, which must have been measured alike.
     """
     machine = plan.machine
     return {
         **plan.describe(),
         "machine": {"accelerator": machine.accelerator, "backend": machine.backend, "cores": machine.cores,
-                    "threads": plan.threads},
+                    "threads": plan.threads, "cpu_model": cpu_model(),
+                    "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+                    "gpus": gpu_names() if machine.accelerator == "cuda" else []},
         "settings": plan.settings.model_dump(exclude={"epochs"} if plan.settings.lr_schedule == "constant" else set()),
         **{section: getattr(plan.setup, section).model_dump() for section in plan.strategy.options},
     }
@@ -90,6 +94,10 @@ def _set_aside(path: Path, why: str) -> Path:
 
 def _read_or_set_aside(path: Path) -> dict[str, Any] | None:
     """The checkpoint's contents, or None after moving an unreadable one (truncated, corrupt) to PATH.corrupt."""
+    if torch.distributed.is_available():
+        # fsdp's optimiser state holds DTensors, which weights_only loads only once this import has registered them
+        # (and their DeviceMesh); torchvision happens to import it today, which a checkpoint must not count on.
+        from torch.distributed import tensor  # noqa: F401
     try:
         candidate = torch.load(path, map_location="cpu", weights_only=True)
         if not isinstance(candidate, dict):

@@ -18,8 +18,9 @@ from parabench.engine.train_pass import PassTotals, StepFailed, train_pass
 from parabench.engine.trainer import build_trainer
 from parabench.errors import ConfigError, RunStopped
 from parabench.runtime import load
-from parabench.runtime.collectives import broadcast_object, gather_objects
+from parabench.runtime.collectives import broadcast_object, gather_objects, gather_to_main, on_cpu
 from parabench.runtime.launch import PROGRESS_ENV
+from parabench.runtime.memory import StepMemory
 from parabench.runtime.process import Process
 from parabench.strategies.base import Parallelized
 from parabench.workloads import WorkloadData
@@ -36,6 +37,7 @@ class TrainResult:
     resumed_after_epoch: int
     strategy_details: dict[str, Any]
     data_id: str
+    peak_memory_mb: dict[str, float]
 
 
 def shard_of(plan: RunPlan, parallel: Parallelized, process: Process) -> tuple[int, int]:
@@ -88,13 +90,15 @@ def fit(plan: RunPlan, process: Process, data: WorkloadData, checkpoint_path: Pa
         if trainer.schedule is not None:
             trainer.schedule.load_state_dict(saved["schedules"][process.rank])
     history: list[dict[str, float]] = saved["history"] if saved else []
-    clock = StepClock(process.device, settings.warmup_steps, kept=saved["durations"] if saved else None)
+    clock = StepClock(trainer.parallel.devices, settings.warmup_steps, kept=saved["durations"] if saved else None)
+    memory = StepMemory(trainer.parallel.devices)
     shard_index, shard_count = shard_of(plan, trainer.parallel, process)
     state: dict[str, Tensor] | None = None  # full_state_dict() may return {} off rank 0
     for epoch in range(len(history), settings.epochs):
         trainer.parallel.module.train()
         kept_before = len(clock.durations)
         started = load.mark()
+        memory.reset()
         try:
             totals = train_pass(
                 trainer, data, epoch_batches(data, plan.global_batch, shard_index, shard_count, settings.seed, epoch),
@@ -106,6 +110,7 @@ def fit(plan: RunPlan, process: Process, data: WorkloadData, checkpoint_path: Pa
             raise RunStopped(f"rank {process.rank} stopped at epoch {epoch + 1} {failed}; the last checkpoint "
                              f"holds epoch {epoch} of {settings.epochs}") from failed.error
         machine_load = load.job_other_cpu_share(started, load.mark())
+        memory.read()
         totals = PassTotals.combine(gather_objects(totals))  # type: ignore[arg-type]
         state = trainer.parallel.full_state_dict()
         scores = broadcast_object(
@@ -120,8 +125,8 @@ def fit(plan: RunPlan, process: Process, data: WorkloadData, checkpoint_path: Pa
             if epoch_durations else float("nan"),
             "other_cpu_share": machine_load,
         })
-        optimizers = gather_objects(trainer.optimizer.state_dict())
-        schedules = gather_objects(trainer.schedule.state_dict() if trainer.schedule is not None else None)
+        optimizers = gather_to_main(on_cpu(trainer.optimizer.state_dict()))
+        schedules = gather_to_main(on_cpu(trainer.schedule.state_dict() if trainer.schedule is not None else None))
         if process.is_main:
             tqdm.write(f"epoch {epoch + 1}: " + ", ".join(f"{key} {value:.4g}" for key, value in history[-1].items()
                                                            if key != "epoch" and value is not None))
@@ -133,4 +138,5 @@ def fit(plan: RunPlan, process: Process, data: WorkloadData, checkpoint_path: Pa
         state = trainer.parallel.full_state_dict()
     return TrainResult(state_dict=state, history=history, step_durations=clock.durations, steps_per_epoch=steps,
                        resumed_after_epoch=saved["epoch"] if saved else 0,
-                       strategy_details=dict(trainer.parallel.details), data_id=data_id)
+                       strategy_details=dict(trainer.parallel.details), data_id=data_id,
+                       peak_memory_mb=memory.peaks_mb)

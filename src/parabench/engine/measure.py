@@ -17,7 +17,7 @@ from parabench.engine.trainer import build_trainer
 from parabench.io import write_json
 from parabench.runtime import load
 from parabench.runtime.collectives import gather_objects, slowest_per_step
-from parabench.runtime.memory import memory_kind, peak_memory_mb
+from parabench.runtime.memory import StepMemory, memory_kind, per_rank
 from parabench.runtime.process import Process
 from parabench.workloads import WorkloadData
 
@@ -30,7 +30,7 @@ def endless_batches(data: WorkloadData, plan: RunPlan, shard_index: int, shard_c
 
 def transform_rate(data: WorkloadData, batches: list[Batch], device: torch.device, warmup: int) -> float:
     """Units per second of the workload's transform alone (decode, normalise, augment) on this process's device."""
-    clock = StepClock(device, warmup)
+    clock = StepClock([device], warmup)
     for batch in batches:
         with clock.step():
             data.transform(batch.to(device))
@@ -39,24 +39,28 @@ def transform_rate(data: WorkloadData, batches: list[Batch], device: torch.devic
 
 def measure_cell(plan: RunPlan, process: Process, data: WorkloadData, warmup: int, timed: int, out: Path) -> None:
     """Time `timed` steps after `warmup`; a step lasts as long as its slowest rank. Before them, time the
-    transform alone on the same batches: whether the input path could starve training."""
+    transform alone on the same batches (where this process reads the inputs; rank 0 always does): whether the
+    input path could starve training. Peak memory counts the steps alone, the model's setup left out."""
     trainer = build_trainer(plan, process, steps_per_epoch(data.train_units, plan.global_batch))
     trainer.parallel.module.train()
     shard_index, shard_count = shard_of(plan, trainer.parallel, process)
-    clock = StepClock(process.device, warmup)
+    clock, memory = StepClock(trainer.parallel.devices, warmup), StepMemory(trainer.parallel.devices)
     batches = list(itertools.islice(endless_batches(data, plan, shard_index, shard_count), warmup + timed))
-    input_rate = transform_rate(data, batches, trainer.parallel.input_device, warmup)
+    input_rate = (transform_rate(data, batches, trainer.parallel.input_device, warmup)
+                  if trainer.parallel.reads_inputs else None)
     started = load.mark()
+    memory.reset()
     train_pass(trainer, data, batches, warmup + timed, clock,
                progress=f"benchmark: {plan.strategy_name} on {plan.workload_name}" if process.is_main else None)
+    memory.read()
     others = load.job_other_cpu_share(started, load.mark())
     durations = slowest_per_step(clock.durations)
-    memory = gather_objects(peak_memory_mb(process.device))
+    peaks = per_rank(gather_objects(memory.peaks_mb))  # type: ignore[arg-type]
     if process.is_main:
         write_json(out, {
             "unit": data.unit,
             "step_durations": durations,
-            "peak_memory_mb": memory,
+            "peak_memory_mb": peaks,
             "memory_kind": memory_kind(process.device),
             "other_cpu_share": others,
             "transform_units_per_s": input_rate,

@@ -19,8 +19,8 @@ NOT_SCORES = ("epoch", "step_time_s", "other_cpu_share")
 
 
 def run_record(plan: RunPlan, data: WorkloadData, result: TrainResult, step_durations: list[float],
-               memory_mb: list[float], memory_kind: str, wall_time_s: float | None) -> dict[str, Any]:
-    """Everything measured about one run.
+               memory_mb: dict[str, float], memory_kind: str, wall_time_s: float | None) -> dict[str, Any]:
+    """Everything measured about one run (`memory_mb`: the peak of its training steps per rank and device).
 
     `{unit}s_per_s` is the global batch over the median step time (warm-up excluded, the slowest rank's time
     per step); train_time_s is the time the planned steps take at that median, so two strategies doing the
@@ -46,7 +46,7 @@ def run_record(plan: RunPlan, data: WorkloadData, result: TrainResult, step_dura
         f"{data.unit}s_per_s": plan.global_batch / steps["median"],
         "step_time_s": steps,
         "final_epoch": {key: value for key, value in last.items() if key not in NOT_SCORES},
-        "peak_memory_mb": {f"rank{rank}": round(mb, 1) for rank, mb in enumerate(memory_mb)},
+        "peak_memory_mb": memory_mb,
         "memory_kind": memory_kind,
         "other_cpu_share": busiest,
         "contended": busiest is not None and busiest > CONTENDED_SHARE,

@@ -3,6 +3,8 @@
 The launcher makes the plan once and hands it to every worker as JSON; a worker never plans again.
 """
 
+import functools
+import logging
 from pathlib import Path
 from typing import Any, Literal
 
@@ -12,12 +14,12 @@ from pydantic import BaseModel, ConfigDict, SerializeAsAny, ValidationInfo, fiel
 from parabench.config import PARAMS_FILE, Params
 from parabench.errors import ConfigError
 from parabench.io import write_atomic
-from parabench.paths import ROLES
 from parabench.runtime.hardware import Machine, resolve
 from parabench.strategies import STRATEGIES, Strategy
 from parabench.strategies.base import StrategySetup
 from parabench.workloads import WORKLOADS, TrainSettings, Workload
 
+log = logging.getLogger("parabench.plan")
 Role = Literal["train", "reference", "benchmark"]
 STRATEGY_KEYS = {"train": "strategy", "reference": "reference.strategy", "benchmark": "benchmark.strategies"}
 
@@ -131,21 +133,25 @@ def make_plan(params: Params, workload_name: str, role: Role, strategy_name: str
         machine=machine,
         partition=params.partition,
         pipeline=params.pipeline.for_workload(workload_name),
-        blocks=len(workload.build_model(settings)),
+        blocks=model_blocks(workload_name, settings),
         batch_shape=(settings.batch_size, *workload.unit_shape(settings)),
         documented_cut=workload.documented_cut(settings),
     )
+    if params.hardware.devices == "auto" and settings.scaling == "strong" and copies == 1:
+        setup = devices_sharing_the_batch(setup, strategy, f"{workload_name}'s {STRATEGY_KEYS[role]}={strategy.name}")
+    machine = setup.machine
     replicas = strategy.data_replicas(setup) * copies
     if settings.scaling == "weak":
         global_batch, lr = settings.batch_size * replicas, settings.lr * replicas
     else:
         global_batch, lr = settings.batch_size, settings.lr
         if global_batch % replicas:
+            key, multiple = f"scales.{workload_name}.{params.scale}.batch_size", -(-global_batch // replicas) * replicas
             raise ConfigError(
-                f"{PARAMS_FILE}: scales.{workload_name}.{params.scale}.batch_size: {global_batch} does not divide "
-                f"evenly among the {replicas} data-parallel replicas of {STRATEGY_KEYS[role]}={strategy.name}; "
-                f"pick a multiple of {replicas}, change hardware.devices, or set scaling: weak (batch_size per "
-                "replica)."
+                f"{PARAMS_FILE}: {key}: {global_batch} does not divide evenly among the {replicas} data-parallel "
+                f"replicas of {STRATEGY_KEYS[role]}={strategy.name}; "
+                f"pick a multiple of {replicas} (e.g. `dvc exp run -S {key}={multiple}`), change hardware.devices, "
+                "or set scaling: weak (batch_size per replica)."
             )
     strategy.check(setup, global_batch)
     plan = RunPlan(role=role, workload_name=workload_name, strategy_name=strategy.name,
@@ -161,12 +167,33 @@ def make_plan(params: Params, workload_name: str, role: Role, strategy_name: str
     return plan
 
 
-def check_all(params: Params) -> None:
-    """Plan every run the pipeline will make, so a bad value stops the first stage, not the fifth."""
-    machine = resolve(params.hardware)
-    for workload_name in WORKLOADS:
-        for role in ROLES:
-            make_plan(params, workload_name, role, machine=machine)
+def devices_sharing_the_batch(setup: StrategySetup, strategy: Strategy, run: str) -> StrategySetup:
+    """`hardware.devices: auto` under strong scaling: a data-parallel strategy takes, of the node's devices, the most
+    among whose replicas the global batch divides (say so when that is fewer than all); a batch that no count
+    divides is left to the plan's error."""
+    for devices in range(setup.machine.devices, 0, -1):
+        fitted = setup.model_copy(update={"machine": setup.machine.model_copy(update={"devices": devices})})
+        replicas = strategy.data_replicas(fitted)
+        if setup.batch_shape[0] % replicas == 0:
+            if devices < setup.machine.devices:
+                warn_once(f"{run}: the global batch of {setup.batch_shape[0]} divides among at most {replicas} "
+                          f"data-parallel replicas, so it runs on {devices} of each node's {setup.machine.devices} "
+                          f"devices (hardware.devices: auto); a batch_size that is a multiple of "
+                          f"{strategy.data_replicas(setup)} would use them all.")
+            return fitted
+    return setup
+
+
+@functools.cache
+def warn_once(warning: str) -> None:
+    """Log a warning once per process, however many times the same run is planned."""
+    log.warning(warning)
+
+
+@functools.cache
+def model_blocks(workload_name: str, settings: TrainSettings) -> int:
+    """How many ordered blocks the workload's model has with these settings (built once per settings)."""
+    return len(WORKLOADS[workload_name].build_model(settings))
 
 
 def _check_machine(machine: Machine) -> None:
@@ -179,6 +206,18 @@ def _check_machine(machine: Machine) -> None:
         raise ConfigError(
             f"{PARAMS_FILE}: hardware.accelerator: 'cuda' but torch sees no CUDA device here; "
             "set it to auto or cpu."
+        )
+    if machine.accelerator == "cuda" and machine.devices > torch.cuda.device_count():
+        raise ConfigError(
+            f"{PARAMS_FILE}: hardware.devices: {machine.devices} GPUs per node, but this node has "
+            f"{torch.cuda.device_count()}: every strategy (and the benchmark's side-by-side copies of single) uses one "
+            f"GPU per device; set hardware.devices to at most {torch.cuda.device_count()}, or auto."
+        )
+    if machine.accelerator == "cuda" and machine.backend == "gloo":
+        raise ConfigError(
+            f"{PARAMS_FILE}: hardware.backend: 'gloo' with CUDA: gloo cannot reduce-scatter (fsdp) or send and "
+            "receive (pipeline) CUDA tensors, so those strategies would fail at their first step; set "
+            "hardware.backend to auto or nccl, or hardware.accelerator to cpu."
         )
     if machine.accelerator == "cpu" and machine.backend == "nccl":
         raise ConfigError(f"{PARAMS_FILE}: hardware.backend: 'nccl' needs CUDA; set it to auto or gloo on the CPU.")

@@ -5,18 +5,50 @@ outputs before running it, so a bad value caught here costs nothing the user had
 (a misspelt one beside the real one) stops a pipeline whose stages are all cached.
 """
 
-from parabench.config import DATASET_NAMES, load_params
+import logging
+
+from parabench.config import DATASET_NAMES, Params, load_params, sweep_params
 from parabench.data.fetch import mirror_root
-from parabench.engine.plan import check_all
+from parabench.engine.cells import benchmark_cells, plan_cell
+from parabench.engine.plan import make_plan
+from parabench.engine.sweep import sweep_cells
 from parabench.io import write_json
-from parabench.paths import ENVIRONMENT_FILE, source_record_file
+from parabench.paths import ENVIRONMENT_FILE, ROLES, source_record_file
 from parabench.runtime.environment import machine_identity
+from parabench.runtime.hardware import resolve
+from parabench.workloads import WORKLOADS
+
+log = logging.getLogger("parabench.check")
+
+
+def check_all(params: Params) -> list[str]:
+    """Plan every train and reference run, so that a bad value stops the first stage, not the fifth; plan every
+    benchmark and sweep cell too, and return what each one that cannot run on this hardware will skip, and why
+    (their stages record it and go on)."""
+    machine = resolve(params.hardware)
+    for workload_name in WORKLOADS:
+        for role in ROLES:
+            make_plan(params, workload_name, role, machine=machine)
+    raw = params.model_dump()
+    skipped = [f"benchmark@{workload_name}: {entry.cell.label}: {entry.skipped_reason}"
+               for workload_name in params.inputs
+               for entry in (plan_cell(raw, cell)
+                             for cell in benchmark_cells(workload_name, params.benchmark.strategies, machine.devices))
+               if entry.plan is None]
+    for name, sweep in params.sweeps.items():
+        cells = [plan_cell(sweep_params(raw, sweep), cell) for _, cell in sweep_cells(sweep, params.scale)]
+        skipped += [f"sweep@{name}: {entry.cell.label}: {entry.skipped_reason}"
+                    for entry in cells if entry.plan is None]
+    return skipped
 
 
 def preflight() -> None:
     """Validate and plan everything, then write the records the other stages depend on."""
     params = load_params()
-    check_all(params)
+    skipped = check_all(params)
+    if skipped:
+        log.info("%d benchmark or sweep cell(s) cannot run on this hardware (the warnings above say why): their stages "
+                 "will record them as skipped and go on", len(skipped))
     sources = {dataset: params.data_source(dataset) for dataset in DATASET_NAMES}
     if any(source.source == "download" for source in sources.values()):
         mirror_root()  # a mirror variable naming no folder stops here, not file by file in the download stages

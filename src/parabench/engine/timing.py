@@ -2,7 +2,7 @@
 
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import torch
@@ -11,20 +11,26 @@ from parabench.runtime.collectives import synchronize
 
 
 class StepClock:
-    """Times each training step; the first `warmup_steps` of this process's run are not kept."""
+    """Times each training step on `devices` (every device the step computes on: all are waited for before each clock
+    read); the first `warmup_steps` of this process's run are not kept."""
 
-    def __init__(self, device: torch.device, warmup_steps: int, kept: list[float] | None = None):
-        self.device = device
+    def __init__(self, devices: Sequence[torch.device], warmup_steps: int, kept: list[float] | None = None):
+        self.devices = tuple(devices)
         self.warmup_left = warmup_steps
         self.durations: list[float] = list(kept or [])
+
+    def synchronize(self) -> None:
+        """Wait for the queued work of every device."""
+        for device in self.devices:
+            synchronize(device)
 
     @contextmanager
     def step(self) -> Iterator[None]:
         """Time the block; keep the duration unless it is a warm-up step."""
-        synchronize(self.device)
+        self.synchronize()
         start = time.perf_counter()
         yield
-        synchronize(self.device)
+        self.synchronize()
         elapsed = time.perf_counter() - start
         if self.warmup_left > 0:
             self.warmup_left -= 1

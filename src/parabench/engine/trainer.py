@@ -41,9 +41,12 @@ def build_trainer(plan: RunPlan, process: Process, steps_per_epoch: int,
 
 
 def optimizer_step(trainer: Trainer, data: WorkloadData, batch: Batch) -> tuple[StepResult, Tensor]:
-    """Batch to the strategy's device and through the workload's transform, forward and backward through the
-    strategy, the update and the schedule; returns the step's result and the targets it was scored against."""
-    batch = data.transform(batch.to(trainer.parallel.input_device))
+    """Batch to the strategy's device and through the workload's transform (where this process reads the inputs),
+    forward and backward through the strategy, the update and the schedule; returns the step's result and the targets
+    it was scored against (a transform never changes them)."""
+    batch = batch.to(trainer.parallel.input_device)
+    if trainer.parallel.reads_inputs:
+        batch = data.transform(batch)
     trainer.optimizer.zero_grad(set_to_none=True)
     result = trainer.parallel.train_step(batch, data.loss)
     trainer.optimizer.step()

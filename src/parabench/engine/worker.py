@@ -19,7 +19,7 @@ from parabench.io import tree_digest
 from parabench.paths import checkpoint_file, prepared_dir
 from parabench.runtime.collectives import gather_objects, slowest_per_step
 from parabench.runtime.launch import LAUNCHED_AT_ENV
-from parabench.runtime.memory import memory_kind, peak_memory_mb
+from parabench.runtime.memory import memory_kind, per_rank
 from parabench.workloads import WorkloadData
 
 
@@ -50,7 +50,7 @@ def train_worker(plan: RunPlan) -> None:
         data = open_data(plan)
         result = fit(plan, process, data, checkpoint_file(plan.role, plan.workload_name), data_id)
         steps = slowest_per_step(result.step_durations)
-        memory = gather_objects(peak_memory_mb(process.device))
+        memory = per_rank(gather_objects(result.peak_memory_mb))  # type: ignore[arg-type]
         if process.is_main:
             write_run(plan, result, run_record(plan, data, result, steps, memory, memory_kind(process.device),
                                                since_launch()))

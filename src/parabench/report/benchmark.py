@@ -21,7 +21,6 @@ def cell_result(entry: CellRuns) -> dict[str, Any]:
     unit = entry.runs[-1]["unit"]
     steps = [duration for run in entry.runs for duration in run["step_durations"]]
     per_round = [plan.global_batch / statistics.median(run["step_durations"]) for run in entry.runs]
-    ranks = zip(*(run["peak_memory_mb"] for run in entry.runs))
     shares = [run["other_cpu_share"] for run in entry.runs if run["other_cpu_share"] is not None]
     return {
         "status": "ran",
@@ -38,7 +37,8 @@ def cell_result(entry: CellRuns) -> dict[str, Any]:
         "data_parallel": plan.strategy.data_parallel and plan.copies == 1,
         "other_cpu_share": max(shares) if shares else None,
         "contended": bool(shares) and max(shares) > CONTENDED_SHARE,
-        "peak_memory_mb": {f"rank{rank}": round(max(values), 1) for rank, values in enumerate(ranks)},
+        "peak_memory_mb": {key: max(run["peak_memory_mb"][key] for run in entry.runs)
+                           for key in entry.runs[-1]["peak_memory_mb"]},
         "memory_kind": entry.runs[-1]["memory_kind"],
         "strategy_details": entry.runs[-1]["strategy_details"],
         "environment": {

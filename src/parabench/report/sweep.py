@@ -17,18 +17,23 @@ INPROCESS_ON_CPU = ("the in-process engine on the CPU: one process runs the stag
                     "only the distributed engine (one process per stage) can")
 
 
+TABLE_COLUMNS = ["value", "median_s", "p25_s", "p75_s"]
+
+
 def curve_tables(points: list[SweepPoint], results: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
-    """curve -> one row per value that ran: value, median_s, p25_s, p75_s (per step) and units per second."""
-    rows: dict[str, list[dict[str, Any]]] = {}
+    """curve -> one row per value that ran: value, median_s, p25_s, p75_s (per step) and units per second; a curve
+    none of whose values could run here has a table with no rows."""
+    rows: dict[str, list[dict[str, Any]]] = {point.curve: [] for point in points if point.value is not None}
     for point, figures in zip(points, results, strict=True):
         if point.value is None or figures["status"] != "ran":
             continue
         steps = figures["step_time_s"]
-        rows.setdefault(point.curve, []).append({
+        rows[point.curve].append({
             "value": point.value, "median_s": steps["median"], "p25_s": steps["p25"], "p75_s": steps["p75"],
             f"{figures['unit']}s_per_s": figures["rate"],
         })
-    return {curve: pd.DataFrame(curve_rows) for curve, curve_rows in rows.items()}
+    return {curve: pd.DataFrame(curve_rows, columns=None if curve_rows else TABLE_COLUMNS)
+            for curve, curve_rows in rows.items()}
 
 
 def reference_lines(points: list[SweepPoint], results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -45,11 +50,14 @@ def reference_lines(points: list[SweepPoint], results: list[dict[str, Any]]) -> 
 def curve_summary(table: pd.DataFrame, lines: dict[str, dict[str, Any]], engine_note: str | None
                   ) -> dict[str, Any]:
     """The curve's fastest value, and how much faster it is (> 1: faster) than single (`speedup`, as in the
-    benchmark), model_parallel, and the curve's own largest value (for a split size: the whole batch)."""
+    benchmark), model_parallel, and the curve's own largest value (for a split size: the whole batch); or, when no
+    value could run on this hardware, status `skipped`."""
+    if table.empty:
+        return {"status": "skipped"}
     best = table["median_s"].idxmin()
     largest = table["value"].idxmax() if pd.api.types.is_numeric_dtype(table["value"]) else table.index[-1]
     best_s = float(table.at[best, "median_s"])
-    summary: dict[str, Any] = {"best_value": plain(table.at[best, "value"]), "best_median_s": best_s}
+    summary: dict[str, Any] = {"status": "ran", "best_value": plain(table.at[best, "value"]), "best_median_s": best_s}
     for reference, key in zip(REFERENCE_LINES, ("speedup", "speedup_vs_model_parallel")):
         line = lines.get(reference, {})
         summary[key] = line["median_s"] / best_s if "median_s" in line else None
@@ -60,12 +68,12 @@ def curve_summary(table: pd.DataFrame, lines: dict[str, dict[str, Any]], engine_
     return summary
 
 
-METRIC_KEYS = ("best_value", "speedup", "speedup_vs_largest_value")
+METRIC_KEYS = ("status", "best_value", "speedup", "speedup_vs_largest_value")
 
 
 def compact(summary: dict[str, Any]) -> dict[str, Any]:
     """The few numbers `dvc metrics show` prints for a curve (results/sweep holds the rest)."""
-    return {key: summary[key] for key in METRIC_KEYS}
+    return {key: summary[key] for key in METRIC_KEYS if key in summary}
 
 
 def engine_note(details: dict[str, Any]) -> str | None:

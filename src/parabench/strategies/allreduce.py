@@ -70,6 +70,7 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
         module=model,
         model=model,
         input_device=process.device,
+        devices=(process.device,),
         shard_index=process.rank,
         shard_count=process.world_size,
         train_step=allreduce_step(model, process.world_size),

@@ -59,20 +59,24 @@ class Parallelized:
     """A model made ready by a strategy: what to optimise, how to step, how each global batch is shared.
 
     module is what runs (a wrapper such as DDP, or the model itself); model is the plain model, or this
-    process's stage of it, under the plain model's parameter names. train_step(batch, loss) runs forward and
+    process's stage of it, under the plain model's parameter names. devices are every device this process computes
+    on (the step clock waits for each; memory is recorded per device). train_step(batch, loss) runs forward and
     backward for this process's part and returns the mean loss and the outputs where this process has them.
     full_state_dict() returns the whole model's state on rank 0 (a collective: call it on every rank).
-    details holds what the metrics should record about the strategy's choices (e.g. the cut).
+    details holds what the metrics should record about the strategy's choices (e.g. the cut). reads_inputs is false
+    where the process never looks at the inputs (a pipeline stage after the first): its batches are not transformed.
     """
 
     module: nn.Module
     model: nn.Module
     input_device: torch.device
+    devices: tuple[torch.device, ...]
     shard_index: int
     shard_count: int
     train_step: TrainStep
     full_state_dict: Callable[[], dict[str, Tensor]]
     details: dict[str, Any] = field(default_factory=dict)
+    reads_inputs: bool = True
 
     def named_parameters(self) -> Iterator[tuple[str, nn.Parameter]]:
         """This process's parameters under the plain model's names, whatever wraps them."""

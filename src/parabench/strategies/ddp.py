@@ -17,6 +17,7 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
         module=wrapped,
         model=model,
         input_device=process.device,
+        devices=(process.device,),
         shard_index=process.rank,
         shard_count=process.world_size,
         train_step=forward_backward(wrapped),

@@ -7,17 +7,15 @@ from torch.nn import DataParallel
 from parabench.errors import StrategyUnavailable
 from parabench.runtime.process import Process
 from parabench.strategies.base import Parallelized, Strategy, StrategySetup, forward_backward
-from parabench.strategies.per_device import check_gpus
 
 
 def check(setup: StrategySetup, global_batch: int) -> None:
-    """DataParallel only runs on CUDA GPUs, and on no more of them than this machine has."""
-    if setup.machine.accelerator != "cuda" or torch.cuda.device_count() == 0:
+    """DataParallel only runs on CUDA GPUs (the plan has checked that there are hardware.devices of them)."""
+    if setup.machine.accelerator != "cuda":
         raise StrategyUnavailable(
-            "strategy 'dp' (torch.nn.DataParallel) needs CUDA GPUs and this machine has none; "
-            "use strategy ddp for data parallelism on the CPU."
+            "strategy 'dp' (torch.nn.DataParallel) needs CUDA GPUs and this run is on the CPU "
+            "(hardware.accelerator); use strategy ddp for data parallelism on the CPU."
         )
-    check_gpus("dp", setup)
 
 
 def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Parallelized:
@@ -30,6 +28,7 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
         module=wrapped,
         model=model,
         input_device=first_gpu,
+        devices=tuple(torch.device("cuda", index) for index in range(devices)),
         shard_index=0,
         shard_count=1,
         train_step=forward_backward(wrapped),

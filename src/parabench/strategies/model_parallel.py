@@ -1,4 +1,4 @@
-"""`model_parallel`: one process, the model's blocks cut into one stage per device, the whole batch at once.
+"""`model_parallel`: one process, the model's blocks cut into stages, one per device, the whole batch at once.
 
 The tutorial's step 2: stage i runs on device i and its activations move on to the next stage's device.
 The cut is balanced by parameter count or by each block's forward+backward time, or is the seed document's
@@ -13,7 +13,7 @@ from torch import Tensor, nn
 from parabench.runtime.process import Process
 from parabench.strategies.base import Parallelized, Strategy, StrategySetup, forward_backward
 from parabench.strategies.partition import StageCut, choose_cut, cut
-from parabench.strategies.stage_devices import check_stage_devices, devices_virtual, stage_devices
+from parabench.strategies.stage_devices import check_stages, devices_virtual, stage_count, stage_devices
 
 
 class StagedModel(nn.Module):
@@ -46,11 +46,11 @@ class StagedModel(nn.Module):
         return activation
 
 
-def stage_cut(model: nn.Sequential, setup: StrategySetup, device: torch.device, units: int) -> StageCut:
-    """One stage per device, cut as partition.balance says; every block is timed (forward+backward) on `device`
-    with a random batch of `units` units (samples or episodes) of the workload's input shape."""
+def stage_cut(model: nn.Sequential, setup: StrategySetup, device: torch.device, units: int, stages: int) -> StageCut:
+    """`stages` stages, cut as partition.balance says; every block is timed (forward+backward) on `device` with a
+    random batch of `units` units (samples or episodes) of the workload's input shape."""
     sample = torch.rand((units, *setup.batch_shape[1:]), device=device)
-    return choose_cut(model, setup.partition.balance, setup.machine.devices, sample, setup.documented_cut)
+    return choose_cut(model, setup.partition.balance, stages, sample, setup.documented_cut)
 
 
 def staged_parallel(staged: StagedModel, setup: StrategySetup, details: dict[str, Any]) -> Parallelized:
@@ -60,6 +60,7 @@ def staged_parallel(staged: StagedModel, setup: StrategySetup, details: dict[str
         module=staged,
         model=staged.model,
         input_device=staged.devices[0],
+        devices=tuple(dict.fromkeys(staged.devices)),
         shard_index=0,
         shard_count=1,
         train_step=forward_backward(staged),
@@ -69,9 +70,9 @@ def staged_parallel(staged: StagedModel, setup: StrategySetup, details: dict[str
 
 
 def apply(model: nn.Sequential, process: Process, setup: StrategySetup) -> Parallelized:
-    """Cut the model into hardware.devices stages, one per device; time them on the whole first batch."""
+    """Cut the model into partition.stages stages, one per device; time the blocks on a whole batch."""
     devices = stage_devices(setup)
-    chosen = stage_cut(model, setup, devices[0], setup.batch_shape[0])
+    chosen = stage_cut(model, setup, devices[0], setup.batch_shape[0], len(devices))
     return staged_parallel(StagedModel(model, devices, chosen.sizes), setup, details=chosen.details())
 
 
@@ -79,7 +80,7 @@ STRATEGY = Strategy(
     name="model_parallel",
     summary="model parallelism: the blocks cut into one stage per device, activations moved between them",
     apply=apply,
-    devices_per_node=lambda setup: setup.machine.devices,
-    check=lambda setup, global_batch: check_stage_devices("model_parallel", setup),
+    devices_per_node=stage_count,
+    check=lambda setup, global_batch: check_stages("model_parallel", setup),
     options=("partition",),
 )

@@ -6,11 +6,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class PartitionOptions(BaseModel):
-    """model_parallel and pipeline: how the model's ordered blocks are cut into one stage per device."""
+    """model_parallel and pipeline: into how many stages the model's ordered blocks are cut (one device each), and
+    where."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     balance: Literal["time", "parameters", "seed"]  # seed: where the workload's seed document cuts it
+    stages: Literal["auto"] | Annotated[int, Field(ge=2)] = "auto"  # auto: one per device, at most one per block
 
 
 class PipelineOptions(BaseModel):

@@ -22,7 +22,7 @@ from parabench.runtime.process import Process
 from parabench.strategies.base import LossFn, Parallelized, StepResult, Strategy, StrategySetup, TrainStep
 from parabench.strategies.model_parallel import StagedModel, stage_cut, staged_parallel
 from parabench.strategies.partition import cut
-from parabench.strategies.stage_devices import check_stage_devices, devices_virtual, stage_devices
+from parabench.strategies.stage_devices import check_stages, devices_virtual, stage_count, stage_devices
 
 if TYPE_CHECKING:  # torch.distributed.pipelining costs 0.7 s to import: only the distributed engine loads it
     from torch.distributed.pipelining import PipelineStage
@@ -62,7 +62,7 @@ def counting_micro_batches(step: TrainStep, split_size: int, details: dict[str, 
 def apply_inprocess(model: nn.Sequential, setup: StrategySetup) -> Parallelized:
     """model_parallel's stages with a micro-batched forward; balance by time on the first micro-batch."""
     devices, split_size = stage_devices(setup), setup.pipeline.split_size
-    chosen = stage_cut(model, setup, devices[0], split_size)
+    chosen = stage_cut(model, setup, devices[0], split_size, len(devices))
     staged = MicroBatchPipeline(model, devices, chosen.sizes, split_size)
     details = {"engine": "inprocess", "split_size": split_size, **chosen.details(), "batchnorm": BATCHNORM}
     parallel = staged_parallel(staged, setup, details=details)
@@ -106,16 +106,20 @@ def gathered_state_dict(stage: nn.Sequential) -> dict[str, Tensor]:
 
 
 def apply_distributed(model: nn.Sequential, process: Process, setup: StrategySetup) -> Parallelized:
-    """This rank builds its own stage (stage index = rank) and steps the pipeline schedule with the others.
+    """This rank builds its own stage (stage index = global rank, over every node) and steps the pipeline schedule
+    with the others.
 
-    Every rank receives the global batch; only the first stage reads the inputs, so only it moves them
-    to its device. Every rank cuts the model as rank 0 measured it.
+    Every rank receives the global batch; only the first stage reads the inputs, so only it moves and transforms
+    them (the others keep the targets and the batch's size). Rank 0 times the blocks and every rank cuts the model
+    as it measured.
     """
-    chosen = broadcast_object(stage_cut(model, setup, process.device, setup.pipeline.split_size))
+    stages = process.world_size
+    chosen = broadcast_object(stage_cut(model, setup, process.device, setup.pipeline.split_size, stages)
+                              if process.is_main else None)
     submodule = cut(model, chosen.sizes)[process.rank].to(process.device)  # rank 0's cut: every rank cuts alike
     from torch.distributed.pipelining import PipelineStage
 
-    stage = PipelineStage(submodule, process.rank, process.world_size, process.device)
+    stage = PipelineStage(submodule, process.rank, stages, process.device)
     schedule_name, split_size = setup.pipeline.schedule, setup.pipeline.split_size
     details = {"engine": "distributed", "schedule": schedule_name, "split_size": split_size,
                "stages": len(chosen.sizes), **chosen.details(), "devices_virtual": devices_virtual(setup),
@@ -124,11 +128,13 @@ def apply_distributed(model: nn.Sequential, process: Process, setup: StrategySet
         module=submodule,
         model=submodule,
         input_device=process.device if stage.is_first else torch.device("cpu"),
+        devices=(process.device,),
         shard_index=0,
         shard_count=1,
         train_step=scheduled_step(stage, schedule_name, split_size, details),
         full_state_dict=lambda: gathered_state_dict(submodule),
         details=details,
+        reads_inputs=stage.is_first,
     )
 
 
@@ -141,8 +147,8 @@ def apply(model: nn.Sequential, process: Process, setup: StrategySetup) -> Paral
 
 def check(setup: StrategySetup, global_batch: int) -> None:
     """Stages need devices; micro-batches need a batch to split, equal ones for the distributed schedules."""
-    check_stage_devices("pipeline", setup)
-    split_size, stages = setup.pipeline.split_size, setup.machine.devices
+    check_stages("pipeline", setup, spanned_nodes(setup))
+    split_size, stages = setup.pipeline.split_size, stage_count(setup, spanned_nodes(setup))
     if split_size > global_batch:
         raise ConfigError(
             f"pipeline.split_size: {split_size} is larger than the global batch of {global_batch} units, so "
@@ -167,13 +173,23 @@ def check(setup: StrategySetup, global_batch: int) -> None:
         )
 
 
+def spanned_nodes(setup: StrategySetup) -> int:
+    """The distributed engine runs its stages over every node (one process per stage); in-process, one node."""
+    return setup.machine.nodes if setup.pipeline.engine == "distributed" else 1
+
+
+def stages_per_node(setup: StrategySetup) -> int:
+    """Stages (and devices) on each node the pipeline spans."""
+    return stage_count(setup, spanned_nodes(setup)) // spanned_nodes(setup)
+
+
 STRATEGY = Strategy(
     name="pipeline",
     summary="pipelining: model parallel stages fed micro-batches, in one process or one per stage (torchrun)",
     apply=apply,
     distributed=lambda setup: setup.pipeline.engine == "distributed",
-    processes_per_node=lambda setup: setup.machine.devices if setup.pipeline.engine == "distributed" else 1,
-    devices_per_node=lambda setup: setup.machine.devices,
+    processes_per_node=lambda setup: stages_per_node(setup) if setup.pipeline.engine == "distributed" else 1,
+    devices_per_node=stages_per_node,
     check=check,
     options=("partition", "pipeline"),
 )

@@ -13,6 +13,7 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
         module=model,
         model=model,
         input_device=process.device,
+        devices=(process.device,),
         shard_index=0,
         shard_count=1,
         train_step=forward_backward(model),

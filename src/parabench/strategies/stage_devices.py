@@ -1,16 +1,23 @@
-"""Which device each stage of a cut model uses: one GPU per stage on CUDA, virtual devices on the CPU."""
+"""How many stages a cut model has and which device each uses: one GPU per stage on CUDA, virtual devices on the CPU."""
 
 import torch
 
 from parabench.errors import ConfigError
 from parabench.strategies.base import StrategySetup
 from parabench.strategies.partition import check_documented_cut
-from parabench.strategies.per_device import check_gpus
+
+
+def stage_count(setup: StrategySetup, nodes: int = 1) -> int:
+    """partition.stages, or for `auto` one stage per device of `nodes` nodes, at most one per block, and the same
+    number on every node (a whole number of blocks per node): 6 blocks on 8 GPUs make 6 stages, not none."""
+    if setup.partition.stages != "auto":
+        return setup.partition.stages
+    return min(setup.machine.devices, setup.blocks // nodes) * nodes
 
 
 def stage_devices(setup: StrategySetup) -> list[torch.device]:
-    """cuda:0 .. cuda:n-1 for n = hardware.devices on CUDA; n times the CPU otherwise."""
-    stages = setup.machine.devices
+    """cuda:0 .. cuda:n-1 for n stages on CUDA; n times the CPU otherwise."""
+    stages = stage_count(setup)
     if setup.machine.accelerator == "cuda":
         return [torch.device("cuda", index) for index in range(stages)]
     return [torch.device("cpu")] * stages
@@ -21,21 +28,31 @@ def devices_virtual(setup: StrategySetup) -> bool:
     return setup.machine.accelerator != "cuda"
 
 
-def check_stage_devices(name: str, setup: StrategySetup) -> None:
-    """A cut model needs at least two stages, no more stages than blocks, the seed's cut when it asks for it, and
-    on CUDA one GPU for each."""
-    if setup.machine.devices < 2:
+def check_stages(name: str, setup: StrategySetup, nodes: int = 1) -> None:
+    """A cut model over `nodes` nodes needs at least two stages, no more than blocks or devices, as many on every
+    node, and the seed's cut when partition.balance asks for it."""
+    stages, devices = stage_count(setup, nodes), setup.machine.devices * nodes
+    where = f"{devices} device(s)" + (f" ({setup.machine.devices} per node on {nodes} nodes)" if nodes > 1 else "")
+    if stages < 2:
         raise ConfigError(
-            f"{name} needs at least 2 devices (hardware.devices), one per stage, but hardware.devices is "
-            f"{setup.machine.devices}; set hardware.devices to 2 or more (auto gives 2 on the CPU), or pick "
-            "strategy single."
+            f"{name} needs at least 2 devices (hardware.devices), one per stage, but this run makes {stages} stage(s) "
+            f"of a {setup.blocks}-block model on {where}; set hardware.devices to 2 or more (auto gives 2 on the "
+            "CPU), or pick strategy single."
         )
-    if setup.machine.devices > setup.blocks:
+    if stages > setup.blocks:
         raise ConfigError(
-            f"{name} cannot cut the model into {setup.machine.devices} stages: the model has {setup.blocks} blocks "
-            f"but hardware.devices asks for {setup.machine.devices} stages; lower hardware.devices to at most "
-            f"{setup.blocks}."
+            f"{name} cannot cut the model into {stages} stages (partition.stages): the model has only {setup.blocks} "
+            f"blocks; set partition.stages to at most {setup.blocks}, or auto."
+        )
+    if stages > devices:
+        raise ConfigError(
+            f"{name} cannot place partition.stages: {stages} stages on {where}, one stage per device; set "
+            f"partition.stages to at most {devices}, or auto."
+        )
+    if stages % nodes:
+        raise ConfigError(
+            f"{name} runs the same number of stages on each of its {nodes} nodes, but partition.stages is {stages}; "
+            f"set it to a multiple of {nodes}, or auto."
         )
     if setup.partition.balance == "seed":
-        check_documented_cut(setup.documented_cut, setup.machine.devices, setup.blocks)
-    check_gpus(name, setup)
+        check_documented_cut(setup.documented_cut, stages)

@@ -83,7 +83,8 @@ class WorkloadData(ABC):
         """The training units at `indices` of `epoch`, compact and on the CPU (e.g. uint8 pixels)."""
 
     def transform(self, batch: Batch) -> Batch:
-        """On the device, for training: turn a compact batch into model inputs (decode, normalise, augment).
+        """On the device, for training: turn a compact batch into model inputs (decode, normalise, augment); the
+        targets stay as they are (a pipeline stage that never reads the inputs skips the transform).
 
         An augmentation draws each unit's randomness from its own `batch.unit_seeds` entry, never from a stream
         shared by the batch, so that one step under `single` equals the same step under a data-parallel strategy.
