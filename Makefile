@@ -13,8 +13,9 @@ run: $(STAMP)
 	dvc repro
 	python -m parabench.report.summary
 
+# Two workers, a test file each at a time, the end-to-end test first (tests/conftest.py): it runs beside the rest.
 test: $(STAMP)
-	python -m pytest
+	python -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 setup: $(STAMP)
 
