@@ -179,7 +179,8 @@ def test_the_script_asks_for_cores_and_passes_them_to_srun_and_never_sleeps() ->
 
 def test_the_values_are_written_once_before_srun_and_every_comment_kept(bare_project: Path, tmp_path: Path,
                                                                         logs: Path) -> None:
-    """By default cuda, 4 devices, the first host at port 29400, before prepare, srun (with the cores), exp save."""
+    """By default cuda, devices auto (the node's GPUs), the first host at port 29400, before prepare, srun (with the
+    cores), exp save."""
     bin_folder = stand_ins(tmp_path / "bin", recording=("srun", "dvc"))
     done = run_script(bare_project, script_env(bare_project, bin_folder, logs, SLURM_CPUS_PER_TASK="7"))
     assert done.returncode == 0, done.stderr
@@ -188,7 +189,7 @@ def test_the_values_are_written_once_before_srun_and_every_comment_kept(bare_pro
     assert srun.startswith("srun --kill-on-bad-exit=1 --cpus-per-task=7 bash -c "), srun
     assert save == f"dvc exp save --name slurm-{JOB_ID} train@fashion_mnist", save
     hardware = yaml.safe_load((bare_project / "params.yaml").read_text())["hardware"]
-    assert [hardware[key] for key in MULTI_NODE_KEYS] == ["cuda", 4, 2, "127.0.0.1:29400"], hardware
+    assert [hardware[key] for key in MULTI_NODE_KEYS] == ["cuda", "auto", 2, "127.0.0.1:29400"], hardware
     before = (PROJECT_ROOT / "params.yaml").read_text().splitlines()
     after = (bare_project / "params.yaml").read_text().splitlines()
     changed = [(old, new) for old, new in zip(before, after, strict=True) if old != new]
