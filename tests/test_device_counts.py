@@ -7,9 +7,9 @@ from unittest import mock
 import pytest
 
 from parabench.config import validate_params, with_overrides
-from parabench.engine.plan import make_plan, warn_once
+from parabench.engine.plan import copies_sharing_the_batch, make_plan, warn_once
 from parabench.engine.preflight import check_all
-from parabench.errors import ConfigError
+from parabench.errors import ConfigError, StrategyUnavailable
 
 def shipped_on(base_params: dict[str, Any], accelerator: str, devices: int | str, nodes: int, **more: Any) -> Any:
     """The shipped params on `nodes` nodes of `devices` devices each (GPUs: a node that has exactly that many)."""
@@ -44,15 +44,26 @@ def test_the_shipped_params_plan_on_every_gpu_count_and_skip_only_what_the_hardw
 @pytest.mark.parametrize(("count", "fashion_devices", "episode_devices"), [(8, 8, 2), (6, 4, 2), (3, 2, 2), (1, 1, 1)])
 def test_auto_gives_a_data_parallel_run_the_most_devices_its_batch_divides_among(base_params, count, fashion_devices,
                                                                                  episode_devices, caplog):
-    """fashion_mnist's 128 divides among 8 GPUs, 4 of 6, 2 of 3; miniimagenet's 2 episodes among 2: each says so."""
+    """fashion_mnist's 128 divides among 8 GPUs, 4 of 6, 2 of 3; miniimagenet's 2 episodes among 2: each says so. The
+    benchmark's ceiling runs as many copies of single, so that the data-parallel runs have their bound."""
     warn_once.cache_clear()
     with gpus(count), caplog.at_level("WARNING", logger="parabench.plan"):
         params = shipped_on(base_params, "cuda", "auto", 1)
         fashion, episodes = (make_plan(params, workload, "train") for workload in ("fashion_mnist", "miniimagenet"))
+        ceilings = [make_plan(params, workload, "benchmark", strategy_name="single", copies=count).devices
+                    for workload in ("fashion_mnist", "miniimagenet") if count > 1]
     assert (fashion.devices, fashion.replicas, episodes.devices) == (fashion_devices, fashion_devices, episode_devices)
+    assert ceilings == ([fashion_devices, episode_devices] if count > 1 else [])
     if episode_devices < count:
         assert (f"miniimagenet's strategy=ddp: the global batch of 2 divides among at most 2 data-parallel replicas, "
                 f"so it runs on 2 of each node's {count} devices (hardware.devices: auto)") in caplog.text
+
+
+def test_a_ceiling_needs_two_copies_the_batch_divides_among():
+    """An odd batch leaves no ceiling to time (one copy is single itself): the cell is skipped, with why."""
+    assert copies_sharing_the_batch(128, 6, "run") == 4
+    with pytest.raises(StrategyUnavailable, match=r"divides among no 2 to 4 side-by-side copies"):
+        copies_sharing_the_batch(5, 4, "run")
 
 
 @pytest.mark.parametrize("devices", [3, 4])

@@ -12,7 +12,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, SerializeAsAny, ValidationInfo, field_validator
 
 from parabench.config import PARAMS_FILE, Params
-from parabench.errors import ConfigError
+from parabench.errors import ConfigError, StrategyUnavailable
 from parabench.io import write_atomic
 from parabench.runtime.hardware import Machine, resolve
 from parabench.strategies import STRATEGIES, Strategy
@@ -137,8 +137,12 @@ def make_plan(params: Params, workload_name: str, role: Role, strategy_name: str
         batch_shape=(settings.batch_size, *workload.unit_shape(settings)),
         documented_cut=workload.documented_cut(settings),
     )
-    if params.hardware.devices == "auto" and settings.scaling == "strong" and copies == 1:
-        setup = devices_sharing_the_batch(setup, strategy, f"{workload_name}'s {STRATEGY_KEYS[role]}={strategy.name}")
+    if params.hardware.devices == "auto" and settings.scaling == "strong":
+        run = f"{workload_name}'s {STRATEGY_KEYS[role]}={strategy.name}" + (f" x {copies} copies" if copies > 1 else "")
+        if copies == 1:
+            setup = devices_sharing_the_batch(setup, strategy, run)
+        else:
+            copies = copies_sharing_the_batch(settings.batch_size, copies, run)
     machine = setup.machine
     replicas = strategy.data_replicas(setup) * copies
     if settings.scaling == "weak":
@@ -182,6 +186,19 @@ def devices_sharing_the_batch(setup: StrategySetup, strategy: Strategy, run: str
                           f"{strategy.data_replicas(setup)} would use them all.")
             return fitted
     return setup
+
+
+def copies_sharing_the_batch(batch: int, copies: int, run: str) -> int:
+    """The benchmark's side-by-side copies under `devices: auto`: as many as the data-parallel runs use, the most
+    among which the batch divides (at least 2: one copy is `single` itself)."""
+    fitting = max(count for count in range(1, copies + 1) if batch % count == 0)
+    if fitting < 2:
+        raise StrategyUnavailable(f"{run}: the global batch of {batch} divides among no 2 to {copies} side-by-side "
+                                  "copies; set the workload's batch_size to an even number to time them.")
+    if fitting < copies:
+        warn_once(f"{run}: the global batch of {batch} divides among at most {fitting} copies, so {fitting} run side "
+                  f"by side (hardware.devices: auto), as many as its data-parallel runs use.")
+    return fitting
 
 
 @functools.cache
