@@ -4,7 +4,7 @@ import argparse
 
 from parabench.cli import stage_main
 from parabench.config import load_params, read_raw_params
-from parabench.engine.cells import benchmark_cells, plan_cell, run_cells
+from parabench.engine.cells import plan_benchmark, run_cells
 from parabench.io import write_atomic, write_json
 from parabench.paths import benchmark_figure_file, benchmark_metrics_dir, benchmark_table_file, results_file
 from parabench.report.benchmark import compact, skipped, summarize_cells, table
@@ -19,8 +19,7 @@ def main() -> None:
     args = parser.parse_args()
     params, raw = load_params(), read_raw_params()
     options = params.benchmark
-    cells = benchmark_cells(args.workload, options.strategies, resolve(params.hardware).devices)
-    planned = [plan_cell(raw, cell) for cell in cells]
+    planned = plan_benchmark(raw, args.workload, options.strategies, resolve(params.hardware).devices)
     run_cells(planned, options.rounds, options.warmup_steps, options.timed_steps)
     results = summarize_cells(planned)
     rows = table(results)

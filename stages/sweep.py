@@ -3,9 +3,9 @@
 import argparse
 
 from parabench.cli import stage_main
-from parabench.config import PARAMS_FILE, load_params, read_raw_params, sweep_params
-from parabench.engine.cells import plan_cell, run_cells
-from parabench.engine.sweep import sweep_cells
+from parabench.config import PARAMS_FILE, load_params, read_raw_params
+from parabench.engine.cells import run_cells
+from parabench.engine.sweep import plan_sweep
 from parabench.errors import ConfigError
 from parabench.report.benchmark import summarize_cells
 from parabench.report.sweep import write_sweep
@@ -20,11 +20,10 @@ def main() -> None:
         raise ConfigError(f"{PARAMS_FILE}: sweeps has no entry {args.sweep!r}; the sweeps are: "
                           f"{', '.join(params.sweeps) or 'none'}.")
     sweep = params.sweeps[args.sweep]
-    points, cells = zip(*sweep_cells(sweep, params.scale))
-    planned = [plan_cell(sweep_params(raw, sweep), cell) for cell in cells]
-    run_cells(planned, sweep.rounds, sweep.warmup_steps, sweep.timed_steps)
-    by_label = summarize_cells(planned)
-    write_sweep(args.sweep, sweep, params.scale, list(points), [by_label[cell.label] for cell in cells])
+    points, planned = zip(*plan_sweep(raw, sweep, params.scale))
+    run_cells(list(planned), sweep.rounds, sweep.warmup_steps, sweep.timed_steps)
+    by_label = summarize_cells(list(planned))
+    write_sweep(args.sweep, sweep, params.scale, list(points), [by_label[entry.cell.label] for entry in planned])
 
 
 if __name__ == "__main__":

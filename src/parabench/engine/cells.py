@@ -95,3 +95,8 @@ def benchmark_cells(workload: str, strategies: list[str], devices: int) -> list[
     if devices > 1:
         cells.append(Cell(workload, "single", copies=devices))
     return cells
+
+
+def plan_benchmark(raw_params: dict[str, Any], workload: str, strategies: list[str], devices: int) -> list[CellRuns]:
+    """The benchmark of `workload` (its strategies and the ceiling over `devices`), each cell planned or skipped."""
+    return [plan_cell(raw_params, cell) for cell in benchmark_cells(workload, strategies, devices)]

@@ -7,11 +7,11 @@ outputs before running it, so a bad value caught here costs nothing the user had
 
 import logging
 
-from parabench.config import DATASET_NAMES, Params, load_params, sweep_params
+from parabench.config import DATASET_NAMES, Params, load_params
 from parabench.data.fetch import mirror_root
-from parabench.engine.cells import benchmark_cells, plan_cell
+from parabench.engine.cells import plan_benchmark
 from parabench.engine.plan import make_plan
-from parabench.engine.sweep import sweep_cells
+from parabench.engine.sweep import plan_sweep
 from parabench.io import write_json
 from parabench.paths import ENVIRONMENT_FILE, ROLES, source_record_file
 from parabench.runtime.environment import machine_identity
@@ -30,16 +30,11 @@ def check_all(params: Params) -> list[str]:
         for role in ROLES:
             make_plan(params, workload_name, role, machine=machine)
     raw = params.model_dump()
-    skipped = [f"benchmark@{workload_name}: {entry.cell.label}: {entry.skipped_reason}"
-               for workload_name in params.inputs
-               for entry in (plan_cell(raw, cell)
-                             for cell in benchmark_cells(workload_name, params.benchmark.strategies, machine.devices))
-               if entry.plan is None]
-    for name, sweep in params.sweeps.items():
-        cells = [plan_cell(sweep_params(raw, sweep), cell) for _, cell in sweep_cells(sweep, params.scale)]
-        skipped += [f"sweep@{name}: {entry.cell.label}: {entry.skipped_reason}"
-                    for entry in cells if entry.plan is None]
-    return skipped
+    planned = [(f"benchmark@{workload_name}", entry) for workload_name in params.inputs
+               for entry in plan_benchmark(raw, workload_name, params.benchmark.strategies, machine.devices)]
+    planned += [(f"sweep@{name}", entry) for name, sweep in params.sweeps.items()
+                for _, entry in plan_sweep(raw, sweep, params.scale)]
+    return [f"{stage}: {entry.cell.label}: {entry.skipped_reason}" for stage, entry in planned if entry.plan is None]
 
 
 def preflight() -> None:

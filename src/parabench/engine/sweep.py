@@ -4,8 +4,8 @@ reference strategies beside them (timed in the same interleaved rounds, so the l
 from dataclasses import dataclass
 from typing import Any
 
-from parabench.config import Sweep
-from parabench.engine.cells import Cell
+from parabench.config import Sweep, sweep_params
+from parabench.engine.cells import Cell, CellRuns, plan_cell
 
 REFERENCE_LINES = ("single", "model_parallel")
 
@@ -24,3 +24,8 @@ def sweep_cells(sweep: Sweep, scale: str) -> list[tuple[SweepPoint, Cell]]:
     points += [(SweepPoint(curve, value), Cell(sweep.workload, sweep.strategy, tuple(overrides.items())))
                for curve, value, overrides in sweep.cells(scale)]
     return points
+
+
+def plan_sweep(raw_params: dict[str, Any], sweep: Sweep, scale: str) -> list[tuple[SweepPoint, CellRuns]]:
+    """Each of the sweep's cells at `scale`, on the inputs the sweep names, planned or skipped, with its point."""
+    return [(point, plan_cell(sweep_params(raw_params, sweep), cell)) for point, cell in sweep_cells(sweep, scale)]
