@@ -31,11 +31,9 @@ import yaml
 
 from parabench.batch import Batch
 from parabench.config import PARAMS_FILE, load_params
-from parabench.engine.batches import shard_batches
 from parabench.engine.plan import RunPlan, make_plan
 from parabench.engine.timing import StepClock
-from parabench.engine.train_pass import train_pass
-from parabench.engine.trainer import Trainer, build_trainer
+from parabench.engine.training import Trainer, build_trainer, shard_batches, train_pass
 from parabench.io import read_json, write_json
 from parabench.paths import prepared_dir
 from parabench.runtime.collectives import slowest_per_step

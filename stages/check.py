@@ -7,7 +7,7 @@ the download stage re-runs when the folder's files change).
 """
 
 from parabench.cli import stage_main
-from parabench.engine.preflight import preflight
+from parabench.engine.check import check
 
 if __name__ == "__main__":
-    stage_main(preflight)
+    stage_main(check)

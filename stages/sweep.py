@@ -4,8 +4,7 @@ import argparse
 
 from parabench.cli import stage_main
 from parabench.config import PARAMS_FILE, load_params, read_raw_params
-from parabench.engine.cells import run_cells
-from parabench.engine.sweep import plan_sweep
+from parabench.engine.cells import plan_sweep, run_cells
 from parabench.errors import ConfigError
 from parabench.report.benchmark import summarize_cells
 from parabench.report.sweep import write_sweep

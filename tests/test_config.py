@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from parabench.config import load_params
+from parabench.engine.check import check_all
 from parabench.engine.plan import make_plan
-from parabench.engine.preflight import check_all
 from parabench.errors import ConfigError, StrategyUnavailable
 from parabench.runtime.hardware import resolve
 

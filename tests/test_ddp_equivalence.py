@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from parabench.engine.batches import shard_batches
+from parabench.engine.training import shard_batches
 from parabench.models.resnet import d2l_resnet18
 from parabench.runtime.process import Process
 from parabench.strategies import STRATEGIES

@@ -7,9 +7,10 @@ from unittest import mock
 import pytest
 
 from parabench.config import validate_params, with_overrides
+from parabench.engine.check import check_all
 from parabench.engine.plan import copies_sharing_the_batch, make_plan, warn_once
-from parabench.engine.preflight import check_all
 from parabench.errors import ConfigError, StrategyUnavailable
+
 
 def shipped_on(base_params: dict[str, Any], accelerator: str, devices: int | str, nodes: int, **more: Any) -> Any:
     """The shipped params on `nodes` nodes of `devices` devices each (GPUs: a node that has exactly that many)."""

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from parabench.engine.loop import fit
 from parabench.engine.plan import RunPlan
+from parabench.engine.training import fit
 from parabench.runtime.process import Process
 from parabench.workloads import WORKLOADS
 from tests.multiprocess import run_ranks

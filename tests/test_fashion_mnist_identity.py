@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from parabench.engine.loop import fit
+from parabench.engine.training import fit
 from parabench.workloads.fashion_mnist import FashionMnistData
 from tests.setups import CPU_PROCESS, tiny_plan
 

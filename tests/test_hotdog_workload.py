@@ -14,9 +14,8 @@ import torch
 from torch import Tensor
 from torchvision.models import resnet18
 
-from parabench.engine.batches import epoch_batches
 from parabench.engine.plan import RunPlan
-from parabench.engine.trainer import build_trainer, optimizer_step
+from parabench.engine.training import build_trainer, epoch_batches, optimizer_step
 from parabench.models.torchvision_resnet import resnet18_blocks
 from parabench.runtime.process import Process
 from parabench.strategies import STRATEGIES

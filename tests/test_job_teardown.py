@@ -11,8 +11,8 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from parabench.engine import job as job_module
-from parabench.engine.job import job
+from parabench.engine import worker as worker_module
+from parabench.engine.worker import job
 from parabench.errors import RunStopped
 from parabench.runtime.process import Process
 
@@ -26,7 +26,7 @@ def join_one_process_group(machine: object) -> Process:
 @pytest.fixture
 def plan(monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleNamespace]:
     """What job() reads of a plan; its process group is real and is left after the test whatever job() did."""
-    monkeypatch.setattr(job_module, "start", join_one_process_group)
+    monkeypatch.setattr(worker_module, "start", join_one_process_group)
     destroy = dist.destroy_process_group  # the real one: a test may count the calls job() makes
     yield SimpleNamespace(threads=torch.get_num_threads(), settings=SimpleNamespace(seed=0), machine=None)
     if dist.is_initialized():

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from parabench.data import miniimagenet
-from parabench.engine.loop import fit
 from parabench.engine.plan import RunPlan
+from parabench.engine.training import fit
 from parabench.errors import DataError
 from parabench.workloads import WORKLOADS
 from parabench.workloads.miniimagenet import MiniImagenetSettings

@@ -14,7 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from parabench.batch import Batch
-from parabench.engine.batches import shard_batches
+from parabench.engine.training import shard_batches
 from parabench.models.relation import relation_network
 from parabench.runtime.process import Process
 from parabench.strategies import STRATEGIES

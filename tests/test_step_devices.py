@@ -10,7 +10,7 @@ import torch
 from parabench.batch import Batch
 from parabench.engine import timing
 from parabench.engine.timing import StepClock
-from parabench.engine.trainer import build_trainer, optimizer_step
+from parabench.engine.training import build_trainer, optimizer_step
 from parabench.runtime.memory import StepMemory, per_rank
 from parabench.strategies.base import StepResult
 from tests.setups import CPU_PROCESS, cpu_setup, separable_data, tiny_plan

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from parabench.config import load_params, sweep_params
-from parabench.engine.sweep import SweepPoint, sweep_cells
+from parabench.engine.cells import SweepPoint, sweep_cells
 from parabench.errors import ConfigError
 from parabench.report.sweep import write_sweep
 

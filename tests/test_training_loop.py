@@ -4,13 +4,10 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from parabench.engine.batches import shard_batches
 from parabench.engine import checkpoint
 from parabench.engine.checkpoint import fingerprint, run_description
-from parabench.engine.loop import fit
 from parabench.engine.timing import StepClock
-from parabench.engine.train_pass import train_pass
-from parabench.engine.trainer import build_trainer
+from parabench.engine.training import build_trainer, fit, shard_batches, train_pass
 from parabench.errors import ParabenchError
 from tests.setups import CPU_PROCESS, cpu_setup, separable_data, tiny_plan
 

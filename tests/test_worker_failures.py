@@ -10,7 +10,7 @@ import pytest
 
 from parabench.errors import ParabenchError
 from parabench.runtime.failures import failure_message, said_it_stopped
-from parabench.runtime.launch import run_workers, worker_command
+from parabench.runtime.torchrun import run_workers, worker_command
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -18,9 +18,8 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from parabench.batch import Batch
-from parabench.engine.loop import fit
 from parabench.engine.plan import RunPlan
-from parabench.engine.trainer import build_trainer
+from parabench.engine.training import build_trainer, fit
 from parabench.runtime.process import Process
 from parabench.strategies import STRATEGIES
 from parabench.workloads import WORKLOADS, TrainSettings, Workload, WorkloadData

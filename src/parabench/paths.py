@@ -1,4 +1,4 @@
-"""Where every pipeline file lives; dvc.yaml spells the same paths."""
+"""Where every pipeline file lives; dvc.yaml declares the same paths (tests/test_dvc_yaml_paths.py keeps them equal)."""
 
 from pathlib import Path
 

@@ -1,6 +1,6 @@
-"""Benchmark cells: (workload, strategy, overrides) run in fresh workers for the same steps, interleaved over rounds.
+"""Benchmark and sweep cells: a workload under a strategy with overrides, timed in fresh workers over rounds.
 
-The benchmark stage and the sweeps share this runner. A cell that cannot run here is planned as skipped,
+The benchmark stage and the sweeps share this runner; every cell runs the same steps. A cell that cannot run here is planned as skipped,
 with its reason, before any heavy work; rounds rotate the order so that machine noise hits every cell alike.
 """
 
@@ -10,15 +10,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from parabench.config import PARAMS_FILE, validate_params, with_overrides
-from parabench.engine.launch import run_plan_workers
+from parabench.config import PARAMS_FILE, Sweep, sweep_params, validate_params, with_overrides
 from parabench.engine.plan import RunPlan, make_plan
+from parabench.engine.worker import run_plan_workers
 from parabench.errors import ConfigError, StrategyUnavailable
 from parabench.io import read_json
 from parabench.runtime.hardware import Machine, resolve
 
 log = logging.getLogger("parabench.cells")
 CEILING = "ceiling"
+REFERENCE_LINES = ("single", "model_parallel")
 
 
 @dataclass(frozen=True)
@@ -100,3 +101,24 @@ def benchmark_cells(workload: str, strategies: list[str], devices: int) -> list[
 def plan_benchmark(raw_params: dict[str, Any], workload: str, strategies: list[str], devices: int) -> list[CellRuns]:
     """The benchmark of `workload` (its strategies and the ceiling over `devices`), each cell planned or skipped."""
     return [plan_cell(raw_params, cell) for cell in benchmark_cells(workload, strategies, devices)]
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """Where a cell sits on the figure: a curve and a value, or a reference line (value None)."""
+
+    curve: str
+    value: Any = None
+
+
+def sweep_cells(sweep: Sweep, scale: str) -> list[tuple[SweepPoint, Cell]]:
+    """The reference lines first, then every curve's cells in the order of the scale's values."""
+    points = [(SweepPoint(strategy), Cell(sweep.workload, strategy)) for strategy in REFERENCE_LINES]
+    points += [(SweepPoint(curve, value), Cell(sweep.workload, sweep.strategy, tuple(overrides.items())))
+               for curve, value, overrides in sweep.cells(scale)]
+    return points
+
+
+def plan_sweep(raw_params: dict[str, Any], sweep: Sweep, scale: str) -> list[tuple[SweepPoint, CellRuns]]:
+    """Each of the sweep's cells at `scale`, on the inputs the sweep names, planned or skipped, with its point."""
+    return [(point, plan_cell(sweep_params(raw_params, sweep), cell)) for point, cell in sweep_cells(sweep, scale)]

@@ -6,7 +6,6 @@ import torch
 
 from parabench.config import Params
 from parabench.engine.plan import make_plan
-from parabench.engine.worker import open_data
 from parabench.errors import DataError
 from parabench.paths import ROLES, model_file
 from parabench.stats import paired_difference
@@ -18,7 +17,7 @@ def evaluate_models(params: Params, workload_name: str) -> dict[str, Any]:
     plan = make_plan(params, workload_name, "reference")
     device = torch.device("cuda", 0) if plan.machine.accelerator == "cuda" else torch.device("cpu")
     torch.set_num_threads(plan.machine.threads_per_process(1))
-    data = open_data(plan)
+    data = plan.open_data()
     items = {}
     for role in ROLES:
         path = model_file(role, workload_name)

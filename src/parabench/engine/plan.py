@@ -13,11 +13,12 @@ from pydantic import BaseModel, ConfigDict, SerializeAsAny, ValidationInfo, fiel
 
 from parabench.config import PARAMS_FILE, Params
 from parabench.errors import ConfigError, StrategyUnavailable
-from parabench.io import write_atomic
+from parabench.io import tree_digest, write_atomic
+from parabench.paths import prepared_dir
 from parabench.runtime.hardware import Machine, resolve
 from parabench.strategies import STRATEGIES, Strategy
 from parabench.strategies.base import StrategySetup
-from parabench.workloads import WORKLOADS, TrainSettings, Workload
+from parabench.workloads import WORKLOADS, TrainSettings, Workload, WorkloadData
 
 log = logging.getLogger("parabench.plan")
 Role = Literal["train", "reference", "benchmark"]
@@ -102,6 +103,22 @@ class RunPlan(BaseModel):
             "global_batch": self.global_batch,
             "lr": self.lr,
         }
+
+    @property
+    def prepared_folder(self) -> Path | None:
+        """The prepared dataset folder the run reads (None when its workload draws its own data)."""
+        return prepared_dir(self.dataset) if self.dataset else None
+
+    def open_data(self) -> WorkloadData:
+        """The run's workload data, from its prepared folder (none for synthetic workloads)."""
+        return self.workload.open(self.prepared_folder, self.settings)
+
+    def data_identity(self) -> str:
+        """A digest of the bytes the run trains on: its prepared folder, or the file that draws its synthetic data."""
+        if self.prepared_folder is not None:
+            return tree_digest(self.prepared_folder)
+        assert self.workload.generator_file is not None, "a workload without a dataset names the file of its data"
+        return tree_digest(Path(self.workload.generator_file))
 
     def save(self, path: Path) -> None:
         """Write the plan as JSON for the workers."""

@@ -1,53 +1,166 @@
-"""A worker process: it reads the plan its launcher wrote, then trains it or measures one benchmark cell.
+"""A worker's life: the launcher writes the plan as JSON and starts the workers (torchrun when distributed, with
+other nodes joining); each worker joins its job, checks that every node agrees, then trains the plan or times one
+benchmark cell, and rank 0 writes what it measured.
 
     python -m parabench.engine.worker PLAN.json [--out CELL.json --warmup W --steps T]
 """
 
 import argparse
+import hashlib
+import json
+import logging
 import os
+import socket
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
 
 from parabench.cli import stage_main
-from parabench.engine.job import job
-from parabench.engine.loop import fit
-from parabench.engine.measure import measure_cell
-from parabench.engine.node_agreement import check_nodes_agree
-from parabench.engine.outputs import run_record, write_run
-from parabench.engine.plan import RunPlan
-from parabench.io import tree_digest
-from parabench.paths import checkpoint_file, prepared_dir
+from parabench.config import load_params
+from parabench.engine.plan import RunPlan, make_plan
+from parabench.engine.timing import summarize
+from parabench.engine.training import TrainResult, fit, measure_cell
+from parabench.errors import ConfigError, RunStopped
+from parabench.io import write_atomic, write_json
+from parabench.paths import checkpoint_file, model_file, results_file, train_curve_file
 from parabench.runtime.collectives import gather_objects, slowest_per_step
-from parabench.runtime.launch import LAUNCHED_AT_ENV
+from parabench.runtime.environment import describe
+from parabench.runtime.load import CONTENDED_SHARE, load_average
 from parabench.runtime.memory import memory_kind, per_rank
+from parabench.runtime.process import Process, restart_count, start, stop
+from parabench.runtime.torchrun import LAUNCHED_AT_ENV, Rendezvous, run_workers, worker_command
 from parabench.workloads import WorkloadData
 
+log = logging.getLogger("parabench.launch")
+WORKER_MODULE = "parabench.engine.worker"
+JOIN_MODULE = "parabench.engine.join"
+NOT_SCORES = ("epoch", "step_time_s", "other_cpu_share")
 
-def prepared_folder(plan: RunPlan) -> Path | None:
-    """The prepared dataset folder the plan reads (None when its workload draws its own data)."""
-    return prepared_dir(plan.dataset) if plan.dataset else None
-
-
-def data_identity(plan: RunPlan) -> str:
-    """A digest of the bytes the run trains on: its prepared folder, or the file that draws its synthetic data."""
-    folder = prepared_folder(plan)
-    if folder is not None:
-        return tree_digest(folder)
-    assert plan.workload.generator_file is not None, "a workload without a dataset names the file that draws its data"
-    return tree_digest(Path(plan.workload.generator_file))
+# ---- the launcher's side: the plan as JSON, the workers started, other nodes joining ----
 
 
-def open_data(plan: RunPlan) -> WorkloadData:
-    """The plan's workload data, from its prepared folder (none for synthetic workloads)."""
-    return plan.workload.open(prepared_folder(plan), plan.settings)
+def train(plan: RunPlan, node_rank: int = 0) -> None:
+    """Train a checked plan with as many processes as its strategy needs (one: right here), once the workload has
+    what its initialisation reads; node_rank > 0 joins node 0's multi-node run."""
+    log.info("%s@%s: strategy %s (%s), %d process(es) x %d thread(s), global batch %d, lr %g on %s",
+             plan.role, plan.workload_name, plan.strategy_name, plan.strategy.summary, plan.processes, plan.threads,
+             plan.global_batch, plan.lr, plan.machine.accelerator)
+    plan.workload.prefetch(plan.settings)
+    os.environ[LAUNCHED_AT_ENV] = repr(time.time())  # the workers inherit it (time.time(): one clock for every process)
+    if plan.distributed:
+        run_plan_workers(plan, f"{plan.role}@{plan.workload_name}", node_rank=node_rank)
+    else:
+        train_worker(plan)
+
+
+def run_plan_workers(plan: RunPlan, what: str, worker_args: list[str] | None = None, node_rank: int = 0) -> None:
+    """Run the plan's workers in fresh processes (torchrun when distributed); they read the plan from a file."""
+    rendezvous = rendezvous_of(plan, node_rank)
+    if rendezvous is not None and node_rank == 0:
+        log.warning("%s: waiting up to %g s (hardware.join_timeout_s) at %s for %d other node(s); on each, in its "
+                    "copy of the project, run with K = 1 to %d:\n    %s", what, rendezvous.join_timeout_s,
+                    rendezvous.endpoint, rendezvous.nodes - 1, rendezvous.nodes - 1, join_command(plan))
+    with tempfile.TemporaryDirectory(prefix="parabench-plan-") as scratch:
+        plan_file = Path(scratch) / "plan.json"
+        plan.save(plan_file)
+        processes = plan.processes_per_node if plan.distributed else None
+        command = worker_command(WORKER_MODULE, [str(plan_file), *(worker_args or [])], processes,
+                                 plan.machine.max_restarts, rendezvous)
+        run_workers(command, plan.threads, what, plan.machine.max_restarts)
+
+
+def rendezvous_of(plan: RunPlan, node_rank: int) -> Rendezvous | None:
+    """Where and how this node meets the others: only for a distributed plan over several nodes."""
+    machine = plan.machine
+    if not plan.distributed or machine.nodes == 1:
+        return None
+    assert machine.rendezvous is not None, "checked by make_plan"
+    return Rendezvous(nodes=machine.nodes, node_rank=node_rank, endpoint=machine.rendezvous,
+                      join_timeout_s=machine.join_timeout_s)
+
+
+def join_command(plan: RunPlan) -> str:
+    """What each other node runs, in its copy of the project (same code, params.yaml and prepared data)."""
+    return f"python -m {JOIN_MODULE} {plan.workload_name} --role {plan.role} --node-rank K"
+
+
+def join(workload: str, role: str, node_rank: int) -> None:
+    """Join node 0's multi-node run of `role`@`workload` from node `node_rank`, planned from the local params.yaml
+    exactly as node 0's stage plans it."""
+    plan = make_plan(load_params(), workload, role)  # type: ignore[arg-type]
+    nodes = plan.machine.nodes
+    if nodes == 1 or not plan.distributed:
+        raise ConfigError(f"params.yaml: {role}@{workload} runs on one node here (hardware.nodes: {nodes}, "
+                          f"strategy {plan.strategy_name}); there is nothing to join. Set hardware.nodes as node 0 "
+                          "has it, with a strategy that runs under torchrun.")
+    if not 1 <= node_rank < nodes:
+        raise ConfigError(f"--node-rank {node_rank}: the other nodes are numbered 1 to {nodes - 1} "
+                          f"(hardware.nodes: {nodes}; node 0 runs dvc repro).")
+    train(plan, node_rank=node_rank)
+
+
+# ---- the worker's side: its job, the nodes' agreement, the run and its record ----
+
+
+@contextmanager
+def job(plan: RunPlan) -> Iterator[Process]:
+    """Set the plan's threads and seed, join the job's process group (under torchrun), leave it when the body ends.
+
+    Only a body that succeeded leaves the group. An exception propagates with the group still joined: since torch
+    2.6 destroy_process_group may block on a group with a failed or pending collective (an out-of-memory error
+    mid-step), so destroying it first could hang the process before it prints why it failed. The process prints
+    the error and exits instead; the OS and torchrun clean up after it.
+
+    Inside, a step's time is that of the slowest process (runtime.collectives.slowest_per_step).
+    """
+    torch.set_num_threads(plan.threads)
+    torch.manual_seed(plan.settings.seed)
+    process = start(plan.machine)
+    yield process
+    stop()
+
+
+def run_digest(plan: RunPlan) -> str:
+    """The run as planned, less what may differ between nodes (their cores): workload, strategy, batch, settings."""
+    run = {"run": plan.describe(), "scale": plan.scale, "settings": plan.settings.model_dump(),
+           "setup": plan.setup.model_dump(exclude={"machine"})}
+    return hashlib.sha256(json.dumps(run, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def check_nodes_agree(plan: RunPlan, process: Process, data_id: str) -> None:
+    """Each node's first process reports its plan and data digests; if they differ, every rank stops, naming the
+    nodes and what differs, before any training. (Single-node runs skip this.)"""
+    if plan.machine.nodes == 1:
+        return
+    first_on_node = process.local_rank == 0
+    mine = {"node": os.environ.get("GROUP_RANK", "?"), "host": socket.gethostname(),
+            "plan": run_digest(plan) if first_on_node else None,
+            "data": data_id if first_on_node else None}
+    reports = [report for report in gather_objects(mine) if report["plan"] is not None]  # type: ignore[index]
+    node_0 = reports[0]
+    for what, differs, fix in (("plan", "planned another run", "the same params.yaml and code"),
+                               ("data", "holds other prepared data", "the same prepared data")):
+        differ = [f"node {report['node']} on {report['host']}" for report in reports  # type: ignore[index]
+                  if report[what] != node_0[what]]  # type: ignore[index]
+        if differ:
+            raise RunStopped(
+                f"rank {process.rank}: {', '.join(differ)} {differs} than node 0 on {node_0['host']} ({what} digest "
+                f"{node_0[what]} on node 0); give every node {fix} (README: Several nodes) and run again."
+            )
 
 
 def train_worker(plan: RunPlan) -> None:
     """Train the plan in this process, as one rank of its job; rank 0 writes the results."""
     with job(plan) as process:
-        data_id = data_identity(plan) if process.local_rank == 0 else "read by local rank 0"
+        data_id = plan.data_identity() if process.local_rank == 0 else "read by local rank 0"
         check_nodes_agree(plan, process, data_id)
-        data = open_data(plan)
+        data = plan.open_data()
         result = fit(plan, process, data, checkpoint_file(plan.role, plan.workload_name), data_id)
         steps = slowest_per_step(result.step_durations)
         memory = per_rank(gather_objects(result.peak_memory_mb))  # type: ignore[arg-type]
@@ -63,6 +176,55 @@ def since_launch() -> float | None:
     return time.time() - float(launched) if launched else None
 
 
+def run_record(plan: RunPlan, data: WorkloadData, result: TrainResult, step_durations: list[float],
+               memory_mb: dict[str, float], memory_kind: str, wall_time_s: float | None) -> dict[str, Any]:
+    """Everything measured about one run (`memory_mb`: the peak of its training steps per rank and device).
+
+    `{unit}s_per_s` is the global batch over the median step time (warm-up excluded, the slowest rank's time
+    per step); train_time_s is the time the planned steps take at that median, so two strategies doing the
+    same work compare fairly. wall_time_s is the whole job from its launch, start-up, evaluation after every epoch
+    and checkpoints included: what a user waits for (only the epochs trained now, after a resume).
+    other_cpu_share is the largest share of the machine's CPU that other programs took during an epoch; above
+    CONTENDED_SHARE the timing is marked contended.
+    """
+    steps = summarize(step_durations)
+    last = result.history[-1]
+    shares = [row["other_cpu_share"] for row in result.history if row.get("other_cpu_share") is not None]
+    busiest = max(shares) if shares else None
+    return {
+        **plan.describe(),
+        "scale": plan.scale,
+        "unit": data.unit,
+        "data_origin": data.data_origin,
+        "data_digest": result.data_id,
+        "labels": plan.workload.labels(plan.settings),
+        "epochs": plan.settings.epochs,
+        "train_time_s": steps["median"] * result.steps_per_epoch * plan.settings.epochs,
+        "wall_time_s": wall_time_s,
+        f"{data.unit}s_per_s": plan.global_batch / steps["median"],
+        "step_time_s": steps,
+        "final_epoch": {key: value for key, value in last.items() if key not in NOT_SCORES},
+        "peak_memory_mb": memory_mb,
+        "memory_kind": memory_kind,
+        "other_cpu_share": busiest,
+        "contended": busiest is not None and busiest > CONTENDED_SHARE,
+        "load_average_1m": load_average(),
+        "resumed_after_epoch": result.resumed_after_epoch,
+        "restarts": restart_count(),
+        "strategy_details": result.strategy_details,
+        "environment": describe(plan.machine, plan.processes, plan.threads, plan.distributed),
+    }
+
+
+def write_run(plan: RunPlan, result: TrainResult, record: dict[str, Any]) -> None:
+    """Save the weights, the run's record and its per-epoch CSV."""
+    role, name = plan.role, plan.workload_name
+    write_atomic(model_file(role, name), lambda tmp: torch.save(result.state_dict, tmp))
+    write_json(results_file(role, name), record)
+    curves = pd.DataFrame(result.history)
+    write_atomic(train_curve_file(role, name), lambda tmp: curves.to_csv(tmp, index=False, float_format="%.6g"))
+
+
 def main() -> None:
     """Entry point of the worker processes."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -74,7 +236,7 @@ def main() -> None:
     plan = RunPlan.load(args.plan)
     if plan.role == "benchmark":
         with job(plan) as process:
-            measure_cell(plan, process, open_data(plan), args.warmup, args.steps, args.out)
+            measure_cell(plan, process, plan.open_data(), args.warmup, args.steps, args.out)
     else:
         train_worker(plan)
 

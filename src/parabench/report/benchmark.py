@@ -7,6 +7,9 @@ import pandas as pd
 
 from parabench.engine.cells import CEILING, CellRuns
 from parabench.engine.timing import summarize
+from parabench.io import write_atomic, write_json
+from parabench.paths import benchmark_figure_file, benchmark_metrics_dir, benchmark_table_file, results_file
+from parabench.report.benchmark_figure import draw
 from parabench.runtime.environment import describe
 from parabench.runtime.load import CONTENDED_SHARE
 
@@ -112,3 +115,15 @@ def table(results: dict[str, dict[str, Any]]) -> pd.DataFrame:
 def skipped(results: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
     """(cell, reason) of every cell that could not run here."""
     return [(label, figures["reason"]) for label, figures in results.items() if figures["status"] == "skipped"]
+
+
+def write_benchmark(workload: str, planned: list[CellRuns], labels: dict[str, Any]) -> None:
+    """Every output of a workload's benchmark: the table, the figure, the full results and a metrics JSON per cell
+    (with the workload's `labels`)."""
+    results = summarize_cells(planned)
+    rows = table(results)
+    write_atomic(benchmark_table_file(workload), lambda tmp: rows.to_csv(tmp, index=False, float_format="%.6g"))
+    draw(workload, rows, skipped(results), benchmark_figure_file(workload))
+    write_json(results_file("benchmark", workload), results)
+    for label, figures in results.items():
+        write_json(benchmark_metrics_dir(workload) / f"{label}.json", compact(figures) | labels)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from parabench.config import Sweep
-from parabench.engine.sweep import REFERENCE_LINES, SweepPoint
+from parabench.engine.cells import REFERENCE_LINES, SweepPoint
 from parabench.io import write_atomic, write_json
 from parabench.paths import results_file, sweep_figure_file, sweep_metrics_dir, sweep_table_dir
 from parabench.report.sweep_figure import draw

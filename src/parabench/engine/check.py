@@ -9,9 +9,8 @@ import logging
 
 from parabench.config import DATASET_NAMES, Params, load_params
 from parabench.data.fetch import mirror_root
-from parabench.engine.cells import plan_benchmark
+from parabench.engine.cells import plan_benchmark, plan_sweep
 from parabench.engine.plan import make_plan
-from parabench.engine.sweep import plan_sweep
 from parabench.io import write_json
 from parabench.paths import ENVIRONMENT_FILE, ROLES, source_record_file
 from parabench.runtime.environment import machine_identity
@@ -37,7 +36,7 @@ def check_all(params: Params) -> list[str]:
     return [f"{stage}: {entry.cell.label}: {entry.skipped_reason}" for stage, entry in planned if entry.plan is None]
 
 
-def preflight() -> None:
+def check() -> None:
     """Validate and plan everything, then write the records the other stages depend on."""
     params = load_params()
     skipped = check_all(params)

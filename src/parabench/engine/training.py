@@ -1,0 +1,398 @@
+"""The one training loop, read top to bottom: batches dealt -> optimizer_step -> a pass -> fit (or a timed cell).
+
+Every strategy and workload runs through it with the same data, timing and checkpoints; the strategy's own part of
+a step is its `train_step` (strategies/base.py and the strategy's module).
+"""
+
+import itertools
+import os
+import statistics
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch.utils.data import DistributedSampler
+from tqdm import tqdm
+
+from parabench.batch import Batch
+from parabench.engine import checkpoint
+from parabench.engine.plan import RunPlan
+from parabench.engine.timing import StepClock
+from parabench.errors import ConfigError, RunStopped
+from parabench.io import write_json
+from parabench.runtime import load
+from parabench.runtime.collectives import broadcast_object, gather_objects, gather_to_main, on_cpu, slowest_per_step
+from parabench.runtime.memory import StepMemory, memory_kind, per_rank
+from parabench.runtime.process import Process
+from parabench.runtime.torchrun import PROGRESS_ENV
+from parabench.strategies.base import Parallelized, StepResult
+from parabench.workloads import WorkloadData
+
+# ---- batches dealt: the same global batches for every strategy, dealt out to replicas ----
+
+
+def shard_batches(
+    num_units: int, batch_per_replica: int, shard_index: int, shard_count: int, seed: int, epoch: int
+) -> Iterator[torch.Tensor]:
+    """Unit indices of this replica's part of each global batch in one epoch.
+
+    DistributedSampler shuffles with the same seeded permutation on every process and deals it out
+    round-robin, so the k-th batches of all replicas together are exactly the k-th global batch of a
+    single process that uses batch_per_replica * shard_count: every strategy sees the same data, whether
+    a unit is a sample or a whole episode.
+    """
+    sampler = DistributedSampler(
+        range(num_units), num_replicas=shard_count, rank=shard_index, shuffle=True, seed=seed, drop_last=True
+    )
+    sampler.set_epoch(epoch)
+    indices = torch.tensor(list(sampler))
+    full_batches = len(indices) // batch_per_replica
+    yield from indices[: full_batches * batch_per_replica].split(batch_per_replica)
+
+
+def steps_per_epoch(num_units: int, global_batch: int) -> int:
+    """Optimizer steps in one epoch (incomplete last batches are dropped)."""
+    return num_units // global_batch
+
+
+def epoch_batches(data: WorkloadData, global_batch: int, shard_index: int, shard_count: int, seed: int,
+                  epoch: int) -> Iterator[Batch]:
+    """This replica's batches of one epoch, assembled on the CPU one at a time as they are asked for, each unit
+    with its own augmentation seed."""
+    for indices in shard_batches(data.train_units, global_batch // shard_count, shard_index, shard_count, seed, epoch):
+        yield replace(data.train_batch(epoch, indices), unit_seeds=unit_seeds(seed, epoch, indices))
+
+
+def unit_seeds(seed: int, epoch: int, indices: torch.Tensor) -> torch.Tensor:
+    """One seed per unit, a pure function of (run seed, epoch, unit index): a run repeats exactly, and a unit's
+    augmentation does not depend on the replica, micro-batch or process count that trains it."""
+    states = [np.random.SeedSequence([seed, epoch, int(index)]).generate_state(1, np.uint64)[0] for index in indices]
+    return torch.tensor([int(state >> np.uint64(1)) for state in states], dtype=torch.int64)
+
+
+def shard_of(plan: RunPlan, parallel: Parallelized, process: Process) -> tuple[int, int]:
+    """Which share of every global batch this process trains on, and among how many shares.
+
+    Independent side-by-side copies (plan.copies > 1) each take their rank's share, as replicas would.
+    """
+    if plan.copies > 1:
+        return process.rank, plan.copies
+    return parallel.shard_index, parallel.shard_count
+
+
+# ---- one optimiser step ----
+
+
+@dataclass(frozen=True)
+class Trainer:
+    """What one training step needs: the parallelised model, its optimiser and its learning-rate schedule."""
+
+    parallel: Parallelized
+    optimizer: torch.optim.Optimizer
+    schedule: torch.optim.lr_scheduler.LRScheduler | None
+
+
+def build_trainer(plan: RunPlan, process: Process, steps_per_epoch: int,
+                  model_state: dict[str, Tensor] | None = None) -> Trainer:
+    """Seed, build the plain model (from `model_state`, or initialised by the workload), apply the strategy,
+    then the workload's optimiser over its parameter groups, named as in the plain model, and its schedule over
+    the run's epochs of `steps_per_epoch` steps."""
+    workload, settings = plan.workload, plan.settings
+    torch.manual_seed(settings.seed)
+    model = workload.build_model(settings)
+    if model_state is None:
+        workload.initialize(model, settings)
+    else:
+        model.load_state_dict(model_state)
+    parallel = plan.strategy.apply(model, process, plan.setup)
+    groups = workload.param_groups(parallel.named_parameters(), settings)
+    optimizer = workload.optimizer([{"params": group.params, "lr": plan.lr * group.lr_scale} for group in groups],
+                                   settings)
+    return Trainer(parallel, optimizer, workload.lr_schedule(optimizer, settings, steps_per_epoch))
+
+
+def optimizer_step(trainer: Trainer, data: WorkloadData, batch: Batch) -> tuple[StepResult, Tensor]:
+    """Batch to the strategy's device and through the workload's transform (where this process reads the inputs),
+    forward and backward through the strategy, the update and the schedule; returns the step's result and the targets
+    it was scored against (a transform never changes them)."""
+    batch = batch.to(trainer.parallel.input_device)
+    if trainer.parallel.reads_inputs:
+        batch = data.transform(batch)
+    trainer.optimizer.zero_grad(set_to_none=True)
+    result = trainer.parallel.train_step(batch, data.loss)
+    trainer.optimizer.step()
+    if trainer.schedule is not None:
+        trainer.schedule.step()
+    return result, batch.targets
+
+
+# ---- a pass: one timed step per batch ----
+
+
+class StepFailed(Exception):
+    """A training step raised: which step of how many, and the error."""
+
+    def __init__(self, step: int, steps: int, error: Exception):
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        super().__init__(f"step {step} of {steps}: {type(error).__name__}: {first_line}")
+        self.step, self.steps, self.error = step, steps, error
+
+
+@dataclass(frozen=True)
+class PassTotals:
+    """Sums over the units a process saw outputs for: the loss (times units), each tally, and the units."""
+
+    loss: float
+    tallies: dict[str, float]
+    units: float
+
+    @classmethod
+    def combine(cls, parts: list["PassTotals"]) -> "PassTotals":
+        """The totals of several processes together (a pipeline's early stages contribute none)."""
+        tallies: dict[str, float] = {}
+        for part in parts:
+            for key, value in part.tallies.items():
+                tallies[key] = tallies.get(key, 0.0) + value
+        return cls(loss=sum(part.loss for part in parts), tallies=tallies, units=sum(part.units for part in parts))
+
+    def means(self) -> dict[str, float]:
+        """The mean loss and the mean of every tally per unit, named train_loss, train_<tally>."""
+        return {"train_loss": self.loss / self.units,
+                **{f"train_{key}": value / self.units for key, value in self.tallies.items()}}
+
+
+def train_pass(trainer: Trainer, data: WorkloadData, batches: Iterable[Batch], steps: int, clock: StepClock,
+               progress: str | None = None, after_step: Callable[[int], None] | None = None) -> PassTotals:
+    """Step once per batch; sum the loss and the workload's tallies wherever this process has outputs.
+
+    Each batch is assembled on the CPU before the clock starts (as a data loader would, ahead of time); the
+    clock times moving it to the device, the transform, forward, backward and the update. The totals stay
+    on the device until the pass ends, so no step waits for a copy to the host. `progress` labels the tqdm
+    bar (None: no bar, as on ranks other than 0); `after_step(step)` runs after each step, off the clock.
+    """
+    losses: list[Tensor] = []
+    tallies: dict[str, list[Tensor]] = {}
+    units = 0
+    bar = tqdm(batches, total=steps, desc=progress, disable=None if progress else True, leave=False)
+    for step, batch in enumerate(bar, start=1):
+        try:
+            with clock.step():
+                result, targets = optimizer_step(trainer, data, batch)
+        except Exception as err:  # a lost peer's collective error, an out-of-memory: say at which step
+            raise StepFailed(step, steps, err) from err
+        if after_step is not None:
+            after_step(step)
+        if result.outputs is not None and result.loss is not None:
+            targets = targets.to(result.outputs.device, non_blocking=True)
+            losses.append(result.loss * len(targets))
+            for key, value in data.tally(result.outputs, targets).items():
+                tallies.setdefault(key, []).append(value)
+            units += len(targets)
+    return PassTotals(loss=_total(losses), tallies={key: _total(values) for key, values in tallies.items()},
+                      units=float(units))
+
+
+def _total(values: list[Tensor]) -> float:
+    """Sum of per-step scalars, read back to the host once."""
+    return float(torch.stack(values).sum()) if values else 0.0
+
+
+# ---- fit: the epoch loop (resume, run an epoch, evaluate, save) ----
+
+
+@dataclass
+class TrainResult:
+    """What a finished run leaves: the model's state (on rank 0), per-epoch rows and kept step times."""
+
+    state_dict: dict[str, Tensor]
+    history: list[dict[str, float]]
+    step_durations: list[float]
+    steps_per_epoch: int
+    resumed_after_epoch: int
+    strategy_details: dict[str, Any]
+    data_id: str
+    peak_memory_mb: dict[str, float]
+
+
+@dataclass
+class Run:
+    """A run in progress on this process: its trainer, clock, memory counter, history and checkpoint identity."""
+
+    plan: RunPlan
+    process: Process
+    data: WorkloadData
+    trainer: Trainer
+    steps: int
+    clock: StepClock
+    memory: StepMemory
+    history: list[dict[str, float]]
+    run_id: str
+    data_id: str
+    checkpoint_path: Path
+
+
+def fit(plan: RunPlan, process: Process, data: WorkloadData, checkpoint_path: Path, data_id: str) -> TrainResult:
+    """Train for the planned epochs (resuming from the checkpoint of this run on the same data, `data_id` a digest
+    of what it reads), scoring after each epoch and saving a checkpoint."""
+    run, resumed_after = resume(plan, process, data, checkpoint_path, data_id)
+    state: dict[str, Tensor] | None = None  # full_state_dict() may return {} off rank 0
+    for epoch in range(len(run.history), plan.settings.epochs):
+        totals, machine_load, durations = run_epoch(run, epoch)
+        state = run.trainer.parallel.full_state_dict()
+        run.history.append({"epoch": epoch + 1, **totals.means(), **evaluate_epoch(run, state),
+                            "step_time_s": sum(durations) / max(1, len(durations)),
+                            "units_per_s": plan.global_batch * len(durations) / sum(durations)
+                            if durations else float("nan"),
+                            "other_cpu_share": machine_load})
+        save_epoch(run, epoch, state)
+    if state is None:
+        state = run.trainer.parallel.full_state_dict()
+    return TrainResult(state_dict=state, history=run.history, step_durations=run.clock.durations,
+                       steps_per_epoch=run.steps, resumed_after_epoch=resumed_after,
+                       strategy_details=dict(run.trainer.parallel.details), data_id=data_id,
+                       peak_memory_mb=run.memory.peaks_mb)
+
+
+def resume(plan: RunPlan, process: Process, data: WorkloadData, checkpoint_path: Path,
+           data_id: str) -> tuple[Run, int]:
+    """The run ready to train: from the checkpoint of this very run on this very data when there is one (model,
+    optimiser, schedule, history and kept step times), else from scratch; and the epoch it resumes after."""
+    steps = steps_per_epoch(data.train_units, plan.global_batch)
+    if steps == 0:
+        raise ConfigError(
+            f"scales.{plan.workload_name}.{plan.scale}: the training data holds {data.train_units} units, fewer than "
+            f"one global batch of {plan.global_batch}; lower batch_size (or use scaling: strong) or train on more data."
+        )
+    run_id = checkpoint.fingerprint(checkpoint.run_description(plan))
+    saved = checkpoint.load(checkpoint_path, run_id, data_id, process)
+    trainer = build_trainer(plan, process, steps, saved["model"] if saved else None)
+    if saved:
+        trainer.optimizer.load_state_dict(saved["optimizers"][process.rank])
+        if trainer.schedule is not None:
+            trainer.schedule.load_state_dict(saved["schedules"][process.rank])
+    clock = StepClock(trainer.parallel.devices, plan.settings.warmup_steps, kept=saved["durations"] if saved else None)
+    run = Run(plan, process, data, trainer, steps, clock, StepMemory(trainer.parallel.devices),
+              saved["history"] if saved else [], run_id, data_id, checkpoint_path)
+    return run, saved["epoch"] if saved else 0
+
+
+def run_epoch(run: Run, epoch: int) -> tuple[PassTotals, float | None, list[float]]:
+    """One epoch's pass over this process's batches: the totals of every process, the largest CPU share other
+    programs took meanwhile, and the step times kept (warm-up excluded)."""
+    plan, process, epochs = run.plan, run.process, run.plan.settings.epochs
+    shard_index, shard_count = shard_of(plan, run.trainer.parallel, process)
+    run.trainer.parallel.module.train()
+    kept_before = len(run.clock.durations)
+    started = load.mark()
+    run.memory.reset()
+    try:
+        totals = train_pass(
+            run.trainer, run.data,
+            epoch_batches(run.data, plan.global_batch, shard_index, shard_count, plan.settings.seed, epoch),
+            run.steps, run.clock, progress=f"epoch {epoch + 1}/{epochs}" if process.is_main else None,
+            after_step=progress_note(process, epoch + 1, epochs, run.steps),
+        )
+    except StepFailed as failed:
+        raise RunStopped(f"rank {process.rank} stopped at epoch {epoch + 1} {failed}; the last checkpoint "
+                         f"holds epoch {epoch} of {epochs}") from failed.error
+    machine_load = load.job_other_cpu_share(started, load.mark())
+    run.memory.read()
+    return PassTotals.combine(gather_objects(totals)), machine_load, run.clock.durations[kept_before:]  # type: ignore[arg-type]
+
+
+def progress_note(process: Process, epoch: int, epochs: int, steps: int) -> Callable[[int], None] | None:
+    """On rank 0, when the launcher asked for it ($PARABENCH_PROGRESS_FILE), a note of the last finished step, so
+    that a failed job can say where it was even when no worker lived to say it."""
+    path = os.environ.get(PROGRESS_ENV)
+    if not process.is_main or not path:
+        return None
+    return lambda step: Path(path).write_text(f"epoch {epoch} of {epochs}, step {step} of {steps}")
+
+
+def evaluate_epoch(run: Run, state: dict[str, Tensor]) -> dict[str, float]:
+    """The workload's scores of the whole plain model after an epoch, computed by rank 0 and shared with all."""
+    scores = evaluate_state(run.plan, run.data, state, run.data.epoch_split, run.process.device) \
+        if run.process.is_main else None
+    return broadcast_object(scores)  # type: ignore[return-value]
+
+
+def evaluate_state(plan: RunPlan, data: WorkloadData, state: dict[str, Tensor], split: str,
+                   device: torch.device) -> dict[str, float]:
+    """The workload's scores of the whole plain model, rebuilt from its state on `device`. On a CPU, with the
+    threads of the node's every process: the others wait for the scores meanwhile."""
+    model = plan.workload.build_model(plan.settings)
+    model.load_state_dict(state)
+    torch.set_num_threads(plan.machine.threads_per_process(1))
+    try:
+        return data.evaluate(model.to(device), split, device)
+    finally:
+        torch.set_num_threads(plan.threads)
+
+
+def save_epoch(run: Run, epoch: int, state: dict[str, Tensor]) -> None:
+    """Print the epoch's row and write the checkpoint (model, every rank's optimiser and schedule, history, step
+    times) on rank 0."""
+    trainer = run.trainer
+    optimizers = gather_to_main(on_cpu(trainer.optimizer.state_dict()))
+    schedules = gather_to_main(on_cpu(trainer.schedule.state_dict() if trainer.schedule is not None else None))
+    if not run.process.is_main:
+        return
+    tqdm.write(f"epoch {epoch + 1}: " + ", ".join(f"{key} {value:.4g}" for key, value in run.history[-1].items()
+                                                   if key != "epoch" and value is not None))
+    checkpoint.save(run.checkpoint_path, {
+        "fingerprint": run.run_id, "data": run.data_id, "epoch": epoch + 1, "model": state, "optimizers": optimizers,
+        "schedules": schedules, "history": run.history, "durations": run.clock.durations,
+    })
+
+
+# ---- a benchmark cell: the same pass, warm-up then timed steps ----
+
+
+def endless_batches(data: WorkloadData, plan: RunPlan, shard_index: int, shard_count: int) -> Iterator[Batch]:
+    """This process's share of each global batch, epoch after epoch, as training would draw them."""
+    for epoch in itertools.count():
+        yield from epoch_batches(data, plan.global_batch, shard_index, shard_count, plan.settings.seed, epoch)
+
+
+def transform_rate(data: WorkloadData, batches: list[Batch], device: torch.device, warmup: int) -> float:
+    """Units per second of the workload's transform alone (decode, normalise, augment) on this process's device."""
+    clock = StepClock([device], warmup)
+    for batch in batches:
+        with clock.step():
+            data.transform(batch.to(device))
+    return len(batches[-1]) / statistics.median(clock.durations)
+
+
+def measure_cell(plan: RunPlan, process: Process, data: WorkloadData, warmup: int, timed: int, out: Path) -> None:
+    """Time `timed` steps after `warmup`; a step lasts as long as its slowest rank. Before them, time the
+    transform alone on the same batches (where this process reads the inputs; rank 0 always does): whether the
+    input path could starve training. Peak memory counts the steps alone, the model's setup left out."""
+    trainer = build_trainer(plan, process, steps_per_epoch(data.train_units, plan.global_batch))
+    trainer.parallel.module.train()
+    shard_index, shard_count = shard_of(plan, trainer.parallel, process)
+    clock, memory = StepClock(trainer.parallel.devices, warmup), StepMemory(trainer.parallel.devices)
+    batches = list(itertools.islice(endless_batches(data, plan, shard_index, shard_count), warmup + timed))
+    input_rate = (transform_rate(data, batches, trainer.parallel.input_device, warmup)
+                  if trainer.parallel.reads_inputs else None)
+    started = load.mark()
+    memory.reset()
+    train_pass(trainer, data, batches, warmup + timed, clock,
+               progress=f"benchmark: {plan.strategy_name} on {plan.workload_name}" if process.is_main else None)
+    memory.read()
+    others = load.job_other_cpu_share(started, load.mark())
+    durations = slowest_per_step(clock.durations)
+    peaks = per_rank(gather_objects(memory.peaks_mb))  # type: ignore[arg-type]
+    if process.is_main:
+        write_json(out, {
+            "unit": data.unit,
+            "step_durations": durations,
+            "peak_memory_mb": peaks,
+            "memory_kind": memory_kind(process.device),
+            "other_cpu_share": others,
+            "transform_units_per_s": input_rate,
+            "strategy_details": trainer.parallel.details,
+        })

@@ -1,0 +1,100 @@
+"""dvc.yaml is the map a user reads: every path the code writes (paths.py) is one dvc.yaml declares, and back."""
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from parabench import paths
+from parabench.config import DATASET_NAMES, load_params
+from parabench.data.registry import DATASETS
+from parabench.workloads import WORKLOADS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def dvc_yaml() -> dict[str, Any]:
+    """The project's dvc.yaml, as parsed YAML."""
+    return yaml.safe_load((ROOT / "dvc.yaml").read_text())
+
+
+def expand(text: str, values: dict[str, Any]) -> str:
+    """dvc.yaml's ${name} and ${item.field} interpolation, for the names this test supplies."""
+    def value(match: re.Match[str]) -> str:
+        name, *fields = match.group(1).split(".")
+        found = values[name]
+        for field in fields:
+            found = found[field]
+        return str(found)
+    return re.sub(r"\$\{([^}]+)\}", value, text)
+
+
+def declared_paths() -> set[str]:
+    """Every out, metric and plot path of every stage of dvc.yaml, foreach and matrix expanded for params.yaml."""
+    spec, params = dvc_yaml(), load_params()
+    variables = {"datasets": spec["vars"][0]["datasets"], "scale": params.scale}
+    found: set[str] = set()
+    for stage in spec["stages"].values():
+        body = stage.get("do", stage)
+        if "foreach" in stage:
+            sweeps = {name: sweep.model_dump() for name, sweep in params.sweeps.items()}
+            collection = {"${inputs}": params.inputs, "${sweeps}": sweeps}[stage["foreach"]]
+            bindings = [{"key": key, "item": item} for key, item in collection.items()]
+        elif "matrix" in stage:
+            (name, values), = stage["matrix"].items()
+            bindings = [{"item": {name: value}} for value in expand_list(values, variables)]
+        else:
+            bindings = [{}]
+        for binding in bindings:
+            for section in ("outs", "metrics", "plots"):
+                for entry in body.get(section, []):
+                    path = entry if isinstance(entry, str) else next(iter(entry))
+                    found.add(expand(path, {**variables, **binding}))
+    return found
+
+
+def expand_list(values: Any, variables: dict[str, Any]) -> list[Any]:
+    """A matrix axis: a literal list, or ${name} of a list in vars."""
+    if isinstance(values, str):
+        return variables[values.removeprefix("${").removesuffix("}")]
+    return values
+
+
+def written_paths() -> set[str]:
+    """Every output path paths.py gives the stages for the shipped params.yaml."""
+    params = load_params()
+    found = {paths.ENVIRONMENT_FILE.as_posix(), "results/sources"}
+    for dataset in DATASET_NAMES:
+        found |= {paths.raw_dir(dataset).as_posix(), paths.prepared_dir(dataset).as_posix()}
+    for workload in params.inputs:
+        for role in paths.ROLES:
+            found |= {paths.model_file(role, workload), paths.checkpoint_file(role, workload),
+                      paths.results_file(role, workload), paths.train_curve_file(role, workload)}
+        found |= {paths.results_file("eval", workload), paths.results_file("benchmark", workload),
+                  paths.benchmark_table_file(workload), paths.benchmark_figure_file(workload),
+                  paths.benchmark_metrics_dir(workload), paths.results_file("speedup", workload),
+                  paths.speedup_metrics_file(workload)}
+    for sweep in params.sweeps:
+        found |= {paths.results_file("sweep", sweep), paths.sweep_figure_file(sweep), paths.sweep_table_dir(sweep),
+                  paths.sweep_metrics_dir(sweep)}
+    return {Path(path).as_posix() for path in found}
+
+
+def test_every_path_the_code_writes_is_the_one_dvc_yaml_declares_and_back():
+    assert written_paths() == declared_paths()
+
+
+def test_the_source_records_folder_holds_what_paths_names():
+    assert paths.source_record_file("hotdog").parent.as_posix() == "results/sources"
+
+
+def test_dvc_yaml_lists_the_registry_datasets_and_params_yaml_every_workload():
+    assert sorted(dvc_yaml()["vars"][0]["datasets"]) == sorted(DATASETS) == DATASET_NAMES
+    assert set(load_params().inputs) == set(WORKLOADS)
+
+
+def test_the_check_fails_when_dvc_yaml_and_the_code_drift(monkeypatch):
+    """The comparison can fail: a path moved in the code no longer matches dvc.yaml."""
+    monkeypatch.setattr(paths, "speedup_metrics_file", lambda workload: Path("metrics/moved") / f"{workload}.json")
+    assert written_paths() != declared_paths()
