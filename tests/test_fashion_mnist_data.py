@@ -5,24 +5,33 @@ import hashlib
 import json
 import socket
 import struct
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from parabench.data.fashion_mnist import (
-    CLASS_NAMES,
-    FILES,
-    MAX_IDX_BYTES,
-    MIRROR_FOLDER,
-    download,
-    load_prepared,
-    prepare,
-)
+from parabench.data.fashion_mnist import CLASS_NAMES, FASHION_MNIST, FILES, MAX_IDX_BYTES
 from parabench.data.fetch import RemoteFile, mirror_root
 from parabench.data.idx import read_idx, write_idx
-from parabench.data.origin import ORIGIN_FILE, read_origin
+from parabench.data.provenance import ORIGIN_FILE, read_origin
+from parabench.data.registry import origin_sentence
+from parabench.data.source import DataSource
 from parabench.errors import DataError, DownloadError
+
+MIRROR_FOLDER = FASHION_MNIST.mirror_folder
+prepare, load_prepared = FASHION_MNIST.prepare, FASHION_MNIST.load_prepared
+
+
+def download(dest_dir: Path, source: str, *, files: dict[str, RemoteFile] = FILES) -> None:
+    """Fashion-MNIST's download from `source` (a folder, or "download" for the files given)."""
+    section = DataSource.model_construct(source=source)  # unvalidated: a folder that vanished since params.yaml
+    replace(FASHION_MNIST, files=files).download(dest_dir, section)
+
+
+def _sentence(out_dir: Path) -> str:
+    """The data_origin sentence of what prepare wrote in out_dir."""
+    return origin_sentence(load_prepared(out_dir).provenance)
 
 
 @pytest.fixture
@@ -142,8 +151,7 @@ def test_download_from_a_local_folder_copies_the_files(
 ) -> None:
     sources = _write_folder(tmp_path / "byo", arrays, gzipped=gzipped)
     dest_dir = tmp_path / "raw"
-    copied = download(dest_dir, str(tmp_path / "byo"))
-    assert sorted(copied) == sorted(dest_dir / path.name for path in sources.values())
+    download(dest_dir, str(tmp_path / "byo"))
     for path in sources.values():
         assert (dest_dir / path.name).read_bytes() == path.read_bytes()
     expected_names = [ORIGIN_FILE, *(path.name for path in sources.values())]
@@ -162,11 +170,12 @@ def test_download_lists_every_missing_file(source_folder: Path, tmp_path: Path) 
     with pytest.raises(DataError) as raised:
         download(tmp_path / "raw", str(source_folder))
     message = str(raised.value)
-    lacks = message.split(";")[0]
-    assert FILES["train_labels"].name in lacks and FILES["test_images"].name in lacks
-    assert FILES["train_images"].name not in lacks
+    assert f"{source_folder} has 2 problem(s)" in message
+    for role in ("train_labels", "test_images"):
+        assert f"{source_folder / FILES[role].name} is missing" in message
+    assert f"{source_folder / FILES['train_images'].name} is missing" not in message
     for remote in FILES.values():
-        assert remote.name in message
+        assert remote.name in message.split("It must hold")[1], "the message says which files the folder needs"
     assert not (tmp_path / "raw").exists()
 
 
@@ -197,7 +206,8 @@ def test_download_mode_uses_the_mirror_from_the_environment(
         for role, path in mirror_paths.items()
     }
     monkeypatch.setenv("PARABENCH_DATA_MIRROR", str(tmp_path / "mirror"))
-    fetched = download(tmp_path / "raw", "download", files=files)
+    download(tmp_path / "raw", "download", files=files)
+    fetched = [tmp_path / "raw" / remote.name for remote in files.values()]
     assert [path.read_bytes() for path in fetched] == [path.read_bytes() for path in mirror_paths.values()]
 
 
@@ -243,18 +253,22 @@ def test_a_mirror_variable_naming_no_folder_stops_at_once(tmp_path: Path, monkey
 def test_prepare_writes_the_input_arrays(source_folder: Path, tmp_path: Path, arrays: dict[str, np.ndarray]) -> None:
     prepare(source_folder, tmp_path / "prepared")
     loaded = load_prepared(tmp_path / "prepared")
-    for role, array in arrays.items():
-        np.testing.assert_array_equal(loaded[role], array)
-        assert loaded[role].dtype == (np.uint8 if role.endswith("images") else np.int64)
+    for split in ("train", "test"):
+        images, labels = loaded.splits[split].images, loaded.splits[split].labels
+        assert images.dtype == np.uint8 and images.shape[1] == 1, "grey images get one channel"
+        np.testing.assert_array_equal(images[:, 0], arrays[f"{split}_images"])
+        assert labels.dtype == np.int64
+        np.testing.assert_array_equal(labels, arrays[f"{split}_labels"])
     meta = json.loads((tmp_path / "prepared" / "meta.json").read_text())
     assert meta["counts"] == {"train": 50, "test": 20}
-    assert meta["class_names"] == CLASS_NAMES
+    assert meta["classes"] == {"train": list(CLASS_NAMES), "test": list(CLASS_NAMES)}
+    assert meta["image_shape"] == [1, 28, 28]
 
 
 def test_prepare_accepts_plain_idx_names(tmp_path: Path, arrays: dict[str, np.ndarray]) -> None:
     _write_folder(tmp_path / "raw", arrays, gzipped=False)
     prepare(tmp_path / "raw", tmp_path / "prepared")
-    np.testing.assert_array_equal(load_prepared(tmp_path / "prepared")["test_labels"], arrays["test_labels"])
+    np.testing.assert_array_equal(load_prepared(tmp_path / "prepared").splits["test"].labels, arrays["test_labels"])
 
 
 def test_prepare_twice_is_byte_identical(source_folder: Path, tmp_path: Path) -> None:
@@ -313,7 +327,7 @@ def test_local_download_records_a_local_origin_and_prepare_says_sample(source_fo
     assert origin is not None
     assert (origin.kind, origin.source, origin.verified) == ("local", str(source_folder), False)
     prepare(tmp_path / "raw", tmp_path / "prepared")
-    sentence = json.loads((tmp_path / "prepared" / "meta.json").read_text())["data_origin"]
+    sentence = _sentence(tmp_path / "prepared")
     assert sentence.startswith("Fashion-MNIST SAMPLE: 70 of the official 70,000 images (50 train, 20 test)")
     assert f"from the local folder {source_folder} (not checksum-verified)" in sentence
 
@@ -334,7 +348,7 @@ def test_download_from_the_mirror_records_an_official_verified_origin(
     assert origin is not None
     assert (origin.kind, origin.source, origin.verified) == ("official", str(tmp_path / "mirror" / MIRROR_FOLDER), True)
     prepare(tmp_path / "raw", tmp_path / "prepared")
-    sentence = json.loads((tmp_path / "prepared" / "meta.json").read_text())["data_origin"]
+    sentence = _sentence(tmp_path / "prepared")
     assert f"official files from {tmp_path / 'mirror' / MIRROR_FOLDER}, sha256-verified" in sentence
 
 
@@ -344,8 +358,8 @@ def test_data_origin_leaves_the_arrays_unchanged(source_folder: Path, tmp_path: 
     prepare(tmp_path / "raw", tmp_path / "with-origin")
     for name in ("train_images.npy", "train_labels.npy", "test_images.npy", "test_labels.npy"):
         assert (tmp_path / "without-origin" / name).read_bytes() == (tmp_path / "with-origin" / name).read_bytes()
-    meta = json.loads((tmp_path / "without-origin" / "meta.json").read_text())
-    assert "of unrecorded origin" in meta["data_origin"] and "re-run the download stage" in meta["data_origin"]
+    sentence = _sentence(tmp_path / "without-origin")
+    assert "of unrecorded origin" in sentence and "re-run the download stage" in sentence
 
 
 def test_a_failed_download_leaves_no_stale_origin(source_folder: Path, tmp_path: Path) -> None:

@@ -12,13 +12,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from parabench.data import hotdog
-from parabench.data.class_folders import LAYOUT, scan_class_folders
+from parabench.data.class_folders import class_folder_layout, scan_class_folders
 from parabench.data.fetch import MIRROR_ENV
-from parabench.data.hotdog import HOTDOG_ZIP, MIRROR_FOLDER, download, load_prepared, prepare, sources
-from parabench.data.hotdog.origin_sentence import data_origin
-from parabench.data.origin import origin_summary, read_origin, record_origin
-from parabench.data.registry import DATASETS
+from parabench.data.hotdog import HOTDOG, HOTDOG_ZIP, Hotdog
+from parabench.data.provenance import Provenance, read_origin
+from parabench.data.registry import DATASETS, origin_sentence, origin_summary
 from parabench.data.source import DataSource
 from parabench.errors import DataError, DownloadError
 from tests.http_server import FileServer, Route
@@ -29,7 +27,11 @@ CLASS_FILES = {
     "test": {"not-hotdog": ["1.png"], "hotdog": ["7.png", "5.png"]},
 }
 CLASSES = ("hotdog", "not-hotdog")
+SPLITS = ("train", "test")
+LAYOUT = class_folder_layout(SPLITS)
+MIRROR_FOLDER = HOTDOG.mirror_folder
 DOWNLOAD = DataSource(source="download")
+download, prepare, load_prepared = HOTDOG.download, HOTDOG.prepare, HOTDOG.load_prepared
 SHARED_HOTDOG = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "hotdog"
 
 
@@ -76,15 +78,18 @@ def _zip_folder(folder: Path, archive: Path) -> bytes:
     return archive.read_bytes()
 
 
-def _pin(monkeypatch: pytest.MonkeyPatch, body: bytes, *urls: str) -> str:
-    """Point HOTDOG_ZIP at the URLs, pinned by the sha1 of body; return that sha1."""
-    sha1 = hashlib.sha1(body).hexdigest()
-    monkeypatch.setattr(sources, "HOTDOG_ZIP", replace(sources.HOTDOG_ZIP, urls=urls, sha1=sha1))
-    return sha1
+def _pin(body: bytes, *urls: str) -> Hotdog:
+    """hotdog with its archive at the URLs, pinned by the sha1 of body."""
+    return replace(HOTDOG, archive=replace(HOTDOG_ZIP, urls=urls, sha1=hashlib.sha1(body).hexdigest()))
 
 
 def _meta(out_dir: Path) -> dict:
     return json.loads((out_dir / "meta.json").read_text())
+
+
+def _sentence(out_dir: Path) -> str:
+    """The data_origin sentence of what prepare wrote in out_dir."""
+    return origin_sentence(load_prepared(out_dir).provenance)
 
 
 @pytest.fixture(autouse=True)
@@ -100,12 +105,11 @@ def folder(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def upstream(folder: Path, tmp_path: Path, server: FileServer, monkeypatch: pytest.MonkeyPatch) -> bytes:
-    """hotdog.zip on the server's second URL (the first answers 404), its sha1 pinned; the zip's bytes."""
+def upstream(folder: Path, tmp_path: Path, server: FileServer) -> Hotdog:
+    """hotdog.zip on the server's second URL (the first answers 404); hotdog with its sha1 pinned."""
     body = _zip_folder(folder, tmp_path / "upstream.zip")
     server.routes["/gluon/hotdog.zip"] = Route(body)
-    _pin(monkeypatch, body, server.url("/d2l/hotdog.zip"), server.url("/gluon/hotdog.zip"))
-    return body
+    return _pin(body, server.url("/d2l/hotdog.zip"), server.url("/gluon/hotdog.zip"))
 
 
 # --- the pin and the registry ------------------------------------------------------------------------
@@ -117,15 +121,14 @@ def test_hotdog_zip_is_pinned_by_d2ls_sha1_and_registered() -> None:
         "http://d2l-data.s3-accelerate.amazonaws.com/hotdog.zip",
         "https://apache-mxnet.s3-accelerate.amazonaws.com/gluon/dataset/hotdog.zip",
     )
-    dataset = DATASETS["hotdog"]
-    assert (dataset.source_model, dataset.download, dataset.prepare) == (DataSource, hotdog.download, prepare)
+    assert DATASETS["hotdog"] is HOTDOG and HOTDOG.source_model is DataSource and HOTDOG.resources == (HOTDOG_ZIP,)
 
 
 # --- the class-folder scanner ------------------------------------------------------------------------
 
 
 def test_the_scan_sorts_classes_and_files_and_skips_hidden_names(folder: Path) -> None:
-    scanned = scan_class_folders(folder)
+    scanned = scan_class_folders(folder, SPLITS)
     assert scanned.problems == ()
     assert scanned.classes == CLASSES
     assert [path.name for path in scanned.files["train"]["not-hotdog"]] == ["1.png", "10.png", "2.png"]
@@ -147,7 +150,7 @@ def test_the_scan_collects_every_layout_problem(folder: Path) -> None:
     (folder / "train" / "extra" / "1.png").write_bytes(b"")
     (folder / "train" / "notes.txt").write_text("stray")
     (folder / "test" / "hotdog" / "sub").mkdir()
-    problems = scan_class_folders(folder).problems
+    problems = scan_class_folders(folder, SPLITS).problems
     assert problems == (
         f"{folder / 'train' / 'not-hotdog'} is an empty class folder; it must hold at least one image file",
         f"{folder / 'train' / 'notes.txt'} is a file directly inside train/, which must hold only class folders",
@@ -159,13 +162,13 @@ def test_the_scan_collects_every_layout_problem(folder: Path) -> None:
 
 def test_the_scan_names_a_missing_split_and_a_split_without_classes(folder: Path, tmp_path: Path) -> None:
     shutil.rmtree(folder / "test")
-    assert scan_class_folders(folder).problems == (
+    assert scan_class_folders(folder, SPLITS).problems == (
         f"{folder / 'test'} is missing; the folder must hold the split folder test/",
     )
     shutil.rmtree(folder / "train")
     (folder / "train").mkdir()
-    assert f"{folder / 'train'} holds no class folders" in scan_class_folders(folder).problems[0]
-    assert scan_class_folders(tmp_path / "nowhere").problems == (
+    assert f"{folder / 'train'} holds no class folders" in scan_class_folders(folder, SPLITS).problems[0]
+    assert scan_class_folders(tmp_path / "nowhere", SPLITS).problems == (
         f"{tmp_path / 'nowhere'} does not exist or is not a folder",
     )
 
@@ -174,10 +177,10 @@ def test_the_scan_names_a_missing_split_and_a_split_without_classes(folder: Path
 
 
 def test_download_fetches_verifies_and_unpacks_hotdog_zip(
-    upstream: bytes, folder: Path, tmp_path: Path, server: FileServer
+    upstream: Hotdog, folder: Path, tmp_path: Path, server: FileServer
 ) -> None:
     raw = tmp_path / "raw"
-    download(raw, DOWNLOAD)
+    upstream.download(raw, DOWNLOAD)
     assert server.requests_for("/d2l/hotdog.zip") == [None] and server.requests_for("/gluon/hotdog.zip") == [None]
     assert sorted(p.name for p in raw.iterdir()) == ["origin.json", "test", "train"]
     assert {name: data for name, data in _tree(raw).items() if name != "origin.json"} == _tree(folder)
@@ -186,7 +189,7 @@ def test_download_fetches_verifies_and_unpacks_hotdog_zip(
     assert (origin.kind, origin.source, origin.verified) == ("official", server.url("/gluon/hotdog.zip"), True)
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
     prepare(raw, tmp_path / "prepared")
-    assert _meta(tmp_path / "prepared")["data_origin"] == (
+    assert _sentence(tmp_path / "prepared") == (
         "a hotdog-layout folder: 5 train + 3 test images, 2 classes (hotdog, not-hotdog), "
         f"NOT d2l's hotdog.zip (2,000 + 800 images); official files from {server.url('/gluon/hotdog.zip')}, "
         "sha1-verified"
@@ -194,13 +197,13 @@ def test_download_fetches_verifies_and_unpacks_hotdog_zip(
 
 
 def test_the_mirrors_hotdog_zip_wins_over_its_folders_and_needs_no_network(
-    upstream: bytes, folder: Path, tmp_path: Path, server: FileServer, monkeypatch: pytest.MonkeyPatch
+    upstream: Hotdog, folder: Path, tmp_path: Path, server: FileServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mirror_dir = tmp_path / "mirror" / MIRROR_FOLDER
     shutil.copytree(folder, mirror_dir)  # a stand-in folder...
-    (mirror_dir / "hotdog.zip").write_bytes(upstream)  # ...and the pinned archive beside it
+    (mirror_dir / "hotdog.zip").write_bytes(server.routes["/gluon/hotdog.zip"].body)  # ...and the pinned archive
     monkeypatch.setenv(MIRROR_ENV, str(tmp_path / "mirror"))
-    download(tmp_path / "raw", DOWNLOAD)
+    upstream.download(tmp_path / "raw", DOWNLOAD)
     assert server.requests == []
     origin = read_origin(tmp_path / "raw")
     assert origin is not None and (origin.kind, origin.source, origin.verified) == ("official", str(mirror_dir), True)
@@ -208,14 +211,15 @@ def test_the_mirrors_hotdog_zip_wins_over_its_folders_and_needs_no_network(
 
 
 def test_a_checksum_mismatch_is_named_and_leaves_no_raw_folder(
-    upstream: bytes, tmp_path: Path, server: FileServer, monkeypatch: pytest.MonkeyPatch
+    upstream: Hotdog, tmp_path: Path, server: FileServer
 ) -> None:
     url = server.url("/gluon/hotdog.zip")
-    pinned = _pin(monkeypatch, b"d2l's real hotdog.zip", url)
+    pinned = _pin(b"d2l's real hotdog.zip", url)
     with pytest.raises(DownloadError) as raised:
-        download(tmp_path / "raw", DOWNLOAD)
+        pinned.download(tmp_path / "raw", DOWNLOAD)
     message = str(raised.value)
-    for expected in (f"expected sha1 {pinned}", f"got {hashlib.sha1(upstream).hexdigest()}", url, "deleted"):
+    served = hashlib.sha1(server.routes["/gluon/hotdog.zip"].body).hexdigest()
+    for expected in (f"expected sha1 {pinned.archive.sha1}", f"got {served}", url, "deleted"):
         assert expected in message
     assert f"set {MIRROR_ENV} to a folder holding hotdog/hotdog.zip" in message
     assert "params.yaml data.hotdog.source" in message
@@ -228,9 +232,8 @@ def test_every_source_tried_is_listed_with_what_to_do(
     (tmp_path / "mirror" / MIRROR_FOLDER).mkdir(parents=True)  # neither hotdog.zip nor a stand-in folder
     monkeypatch.setenv(MIRROR_ENV, str(tmp_path / "mirror"))
     urls = (server.url("/d2l/hotdog.zip"), server.url("/gluon/hotdog.zip"))
-    _pin(monkeypatch, b"anything", *urls)
     with pytest.raises(DownloadError) as raised:
-        download(tmp_path / "raw", DOWNLOAD)
+        _pin(b"anything", *urls).download(tmp_path / "raw", DOWNLOAD)
     message = str(raised.value)
     for expected in (str(tmp_path / "mirror" / MIRROR_FOLDER / "hotdog.zip"), *urls, "HTTP 404", "To fix:"):
         assert expected in message
@@ -238,13 +241,13 @@ def test_every_source_tried_is_listed_with_what_to_do(
 
 
 def test_a_failed_download_forgets_the_earlier_origin(
-    upstream: bytes, folder: Path, tmp_path: Path, server: FileServer
+    upstream: Hotdog, folder: Path, tmp_path: Path, server: FileServer
 ) -> None:
     raw = tmp_path / "raw"
-    download(raw, DataSource(source=str(folder)))
+    upstream.download(raw, DataSource(source=str(folder)))
     del server.routes["/gluon/hotdog.zip"]
     with pytest.raises(DownloadError, match="hotdog.zip"):
-        download(raw, DOWNLOAD)
+        upstream.download(raw, DOWNLOAD)
     assert read_origin(raw) is None and not (raw / "hotdog.zip").exists()
 
 
@@ -271,7 +274,6 @@ def test_an_unsafe_hotdog_zip_is_refused_at_download_and_nothing_is_extracted(
     folder: Path,
     tmp_path: Path,
     server: FileServer,
-    monkeypatch: pytest.MonkeyPatch,
     member: str,
     reason: str,
     symlink: bool,
@@ -280,9 +282,8 @@ def test_an_unsafe_hotdog_zip_is_refused_at_download_and_nothing_is_extracted(
     _zip_folder(folder, archive)
     _add_member(archive, member, b"/etc/passwd" if symlink else b"evil", symlink=symlink)
     server.routes["/hotdog.zip"] = Route(archive.read_bytes())
-    _pin(monkeypatch, archive.read_bytes(), server.url("/hotdog.zip"))
     with pytest.raises(DataError) as raised:
-        download(tmp_path / "raw", DOWNLOAD)
+        _pin(archive.read_bytes(), server.url("/hotdog.zip")).download(tmp_path / "raw", DOWNLOAD)
     assert f"member {member!r} {reason}" in str(raised.value) and "nothing was extracted" in str(raised.value)
     assert not (tmp_path / "raw").exists() and not (tmp_path / "escape.png").exists()
     assert not Path("/tmp/hotdog-escape.png").exists()
@@ -312,7 +313,7 @@ def test_a_local_folder_with_a_bad_layout_is_refused_with_every_problem(folder: 
         download(tmp_path / "raw", DataSource(source=str(folder)))
     message = str(raised.value)
     for expected in (
-        f"the hotdog image folder {folder} has 2 problem(s)",
+        f"the hotdog folder {folder} has 2 problem(s)",
         f"{folder / 'test'} is missing",
         f"{folder / 'train' / 'notes.txt'} is a file directly inside train/",
         LAYOUT,
@@ -328,9 +329,8 @@ def test_the_mirrors_stand_in_folder_is_copied_as_a_local_folder(
     mirror_dir = tmp_path / "mirror" / MIRROR_FOLDER
     shutil.copytree(folder, mirror_dir)
     monkeypatch.setenv(MIRROR_ENV, str(tmp_path / "mirror"))
-    _pin(monkeypatch, b"anything", server.url("/hotdog.zip"))
     raw = tmp_path / "raw"
-    download(raw, DOWNLOAD)
+    _pin(b"anything", server.url("/hotdog.zip")).download(raw, DOWNLOAD)
     assert server.requests == []
     origin = read_origin(raw)
     assert origin is not None and (origin.kind, origin.source, origin.verified) == ("local", str(mirror_dir), False)
@@ -338,12 +338,12 @@ def test_the_mirrors_stand_in_folder_is_copied_as_a_local_folder(
         "the mirror's stand-in folder in d2l's layout, not d2l's hotdog.zip, copied without checksum verification"
     )
     prepare(raw, tmp_path / "prepared")
-    sentence = load_prepared(tmp_path / "prepared").data_origin
-    assert sentence == (
+    provenance = load_prepared(tmp_path / "prepared").provenance
+    assert origin_sentence(provenance) == (
         "a hotdog-layout folder: 5 train + 3 test images, 2 classes (hotdog, not-hotdog), "
         f"NOT d2l's hotdog.zip (2,000 + 800 images); from the local folder {mirror_dir} (not checksum-verified)"
     )
-    assert origin_summary(sentence) == (
+    assert origin_summary(provenance) == (
         "a hotdog-layout folder: 5 train + 3 test images, 2 classes, NOT d2l's hotdog.zip"
     )
 
@@ -355,11 +355,9 @@ def test_prepare_squashes_sorts_and_labels_the_images(folder: Path, tmp_path: Pa
     download(tmp_path / "raw", DataSource(source=str(folder)))
     prepare(tmp_path / "raw", tmp_path / "prepared")
     prepared = load_prepared(tmp_path / "prepared")
-    assert prepared.classes == CLASSES
-    for split, images, labels in (
-        ("train", prepared.train_images, prepared.train_labels),
-        ("test", prepared.test_images, prepared.test_labels),
-    ):
+    for split in SPLITS:
+        images, labels = prepared.splits[split].images, prepared.splits[split].labels
+        assert prepared.splits[split].classes == CLASSES
         files = [(name, file) for name in CLASSES for file in _sorted_files(split, name)]
         assert images.dtype == np.uint8 and images.shape == (len(files), 3, 256, 256)
         assert labels.dtype == np.int64 and labels.tolist() == [CLASSES.index(name) for name, _ in files]
@@ -367,16 +365,15 @@ def test_prepare_squashes_sorts_and_labels_the_images(folder: Path, tmp_path: Pa
         for corner in ((0, 0), (128, 128), (255, 255)):  # a solid photo stays solid when squashed
             assert np.abs(images[:, :, corner[0], corner[1]].astype(int) - expected).max() <= 3  # JPEG rounding
     meta = _meta(tmp_path / "prepared")
-    assert meta["dataset"] == "hotdog" and meta["image_size"] == [256, 256] and "squashed" in meta["resize"]
-    assert meta["classes"] == list(CLASSES) and meta["counts"] == {"train": 5, "test": 3}
-    assert meta["class_counts"] == {"train": {"hotdog": 2, "not-hotdog": 3}, "test": {"hotdog": 2, "not-hotdog": 1}}
-    assert (
-        prepared.data_origin
-        == meta["data_origin"]
-        == (
-            "a hotdog-layout folder: 5 train + 3 test images, 2 classes (hotdog, not-hotdog), "
-            f"NOT d2l's hotdog.zip (2,000 + 800 images); from the local folder {folder} (not checksum-verified)"
-        )
+    assert meta["dataset"] == "hotdog" and meta["image_shape"] == [3, 256, 256] and "squashed" in meta["resize"]
+    assert meta["classes"] == {"train": list(CLASSES), "test": list(CLASSES)}
+    assert meta["counts"] == {"train": 5, "test": 3}
+    class_counts = {"train": {"hotdog": 2, "not-hotdog": 3}, "test": {"hotdog": 2, "not-hotdog": 1}}
+    assert meta["provenance"]["class_counts"] == class_counts
+    assert Provenance.model_validate(meta["provenance"]) == prepared.provenance
+    assert origin_sentence(prepared.provenance) == (
+        "a hotdog-layout folder: 5 train + 3 test images, 2 classes (hotdog, not-hotdog), "
+        f"NOT d2l's hotdog.zip (2,000 + 800 images); from the local folder {folder} (not checksum-verified)"
     )
 
 
@@ -400,7 +397,7 @@ def test_every_problem_is_reported_in_one_error_and_nothing_is_written(folder: P
         prepare(folder, tmp_path / "prepared")
     message = str(raised.value)
     for expected in (
-        f"the hotdog image folder {folder} has 4 problem(s)",
+        f"the hotdog folder {folder} has 4 problem(s)",
         f"{folder / 'train' / 'hotdog' / '4.png'} does not decode as an image",
         f"{folder / 'test' / 'not-hotdog'} is an empty class folder",
         f"class 'extra' is in train/ but {folder / 'test' / 'extra'} is missing",
@@ -428,18 +425,23 @@ def test_prepare_without_a_raw_folder_says_what_to_run(tmp_path: Path) -> None:
     assert "dvc repro download@hotdog prepare@hotdog" in str(raised.value)
 
 
-def test_d2ls_counts_from_the_verified_archive_are_called_d2ls_hotdog(tmp_path: Path) -> None:
+def _record(**origin: object) -> Provenance:
+    """hotdog's provenance record with d2l's counts and the given origin fields."""
     counts = {"train": {"hotdog": 1000, "not-hotdog": 1000}, "test": {"hotdog": 400, "not-hotdog": 400}}
-    tmp_path.joinpath("raw").mkdir()
-    record_origin(tmp_path / "raw", dataset="hotdog", kind="official", source="https://d2l", verified=True, detail="")
-    sentence = data_origin(tmp_path / "raw", counts)
+    return Provenance(dataset="hotdog", detail="", checksum_algorithm="sha1", layout="class folders",
+                      class_counts=counts, official_classes=HOTDOG.official_classes,
+                      official_images_per_class=HOTDOG.official_images_per_class, **origin)
+
+
+def test_d2ls_counts_from_the_verified_archive_are_called_d2ls_hotdog() -> None:
+    official = _record(kind="official", source="https://d2l", verified=True)
+    sentence = origin_sentence(official)
     assert (
         sentence
         == "d2l's hotdog (2,000 train + 800 test images, 2 classes); official files from https://d2l, sha1-verified"
     )
-    assert origin_summary(sentence) == "d2l's hotdog"
-    record_origin(tmp_path / "raw", dataset="hotdog", kind="local", source="/byo", verified=False, detail="")
-    sentence = data_origin(tmp_path / "raw", counts)
+    assert origin_summary(official) == "d2l's hotdog"
+    sentence = origin_sentence(_record(kind="local", source="/byo", verified=False))
     assert sentence.startswith("an image folder with d2l's hotdog counts (2,000 train + 800 test images, 2 classes)")
     assert sentence.endswith("not verified to be d2l's hotdog.zip; from the local folder /byo (not checksum-verified)")
 
@@ -490,9 +492,9 @@ def test_the_shared_stand_in_folder_prepares_as_not_d2ls_file(tmp_path: Path, mo
     prepared = load_prepared(tmp_path / "prepared")
     counts = {split: sum(1 for path in (SHARED_HOTDOG / split).rglob("*") if path.is_file()
                          and not path.name.startswith(".")) for split in ("train", "test")}
-    assert prepared.train_images.shape == (counts["train"], 3, 256, 256)
-    assert prepared.test_images.shape == (counts["test"], 3, 256, 256)
-    assert prepared.data_origin == (
+    assert prepared.splits["train"].images.shape == (counts["train"], 3, 256, 256)
+    assert prepared.splits["test"].images.shape == (counts["test"], 3, 256, 256)
+    assert origin_sentence(prepared.provenance) == (
         f"a hotdog-layout folder: {counts['train']:,} train + {counts['test']:,} test images, 2 classes (hotdog, "
         "not-hotdog), NOT d2l's hotdog.zip (2,000 + 800 images); from the local folder "
         f"{SHARED_HOTDOG} (not checksum-verified)"

@@ -16,19 +16,9 @@ from PIL import Image
 from pydantic import ValidationError
 
 from parabench.data.fetch import MIRROR_ENV, SHA256SUMS
-from parabench.data.miniimagenet import (
-    MIRROR_FOLDER,
-    PICKLES,
-    SPLITS,
-    MiniImagenetSource,
-    PreparedSplit,
-    download,
-    load_prepared,
-    prepare,
-    sources,
-)
-from parabench.data.miniimagenet.origin_sentence import data_origin
-from parabench.data.origin import read_origin
+from parabench.data.miniimagenet import MINIIMAGENET, PICKLES, SPLIT_CSVS, SPLITS, MiniImagenet, MiniImagenetSource
+from parabench.data.provenance import Provenance, read_origin
+from parabench.data.registry import origin_sentence
 from parabench.errors import DataError, DownloadError
 from tests.http_server import FileServer, Route
 
@@ -39,6 +29,8 @@ SPLIT_CLASSES = {  # listed out of order: prepare sorts classes by wnid and rows
 }
 IMAGE_NUMBERS = (3, 1, 2)
 SHARED_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+MIRROR_FOLDER = MINIIMAGENET.mirror_folder
+download, prepare, load_prepared = MINIIMAGENET.download, MINIIMAGENET.prepare, MINIIMAGENET.load_prepared
 OFFICIAL_SPLIT_MD5 = {
     "train": "9525e1538f67719f18f1936bf8d0782d",
     "val": "ce315ce99b41fbf84fa6acd69315d918",
@@ -96,6 +88,11 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 def _meta(out_dir: Path) -> dict:
     return json.loads((out_dir / "meta.json").read_text())
+
+
+def _sentence(out_dir: Path) -> str:
+    """The data_origin sentence of what prepare wrote in out_dir."""
+    return origin_sentence(load_prepared(out_dir).provenance)
 
 
 class _RunsACommand:
@@ -163,7 +160,7 @@ def test_prepare_decodes_sorts_and_labels_the_images(image_folder: Path, tmp_pat
     prepared = load_prepared(tmp_path / "prepared")
     for split, wnids in SPLIT_CLASSES.items():
         data = prepared.splits[split]
-        assert data.class_ids == tuple(sorted(wnids))
+        assert data.classes == tuple(sorted(wnids))
         assert data.images.dtype == np.uint8 and data.images.shape == (len(wnids) * 3, 3, 84, 84)
         assert data.labels.dtype == np.int64 and data.labels.tolist() == np.repeat(np.arange(len(wnids)), 3).tolist()
         expected = [_colour(wnid, number) for wnid in sorted(wnids) for number in sorted(IMAGE_NUMBERS)]
@@ -171,15 +168,16 @@ def test_prepare_decodes_sorts_and_labels_the_images(image_folder: Path, tmp_pat
         assert np.abs(centre_pixels - np.array(expected)).max() <= 3  # JPEG rounding
     meta = _meta(tmp_path / "prepared")
     assert meta["counts"] == {"train": 9, "val": 6, "test": 6}
-    assert meta["images_per_class"]["train"] == {"min": 3, "max": 3}
-    assert meta["class_counts"]["val"] == [3, 3]
-    assert meta["class_ids"]["test"] == ["n03000001", "n03000002"]
-    assert meta["image_size"] == [84, 84] and meta["layout"] == "images"
-    assert prepared.data_origin == meta["data_origin"]
-    assert meta["data_origin"].startswith(
+    assert set(meta["provenance"]["class_counts"]["train"].values()) == {3}
+    assert list(meta["provenance"]["class_counts"]["val"].values()) == [3, 3]
+    assert meta["classes"]["test"] == ["n03000001", "n03000002"]
+    assert meta["image_shape"] == [3, 84, 84] and meta["provenance"]["layout"] == "images"
+    assert Provenance.model_validate(meta["provenance"]) == prepared.provenance
+    sentence = origin_sentence(prepared.provenance)
+    assert sentence.startswith(
         "miniImageNet SAMPLE: 21 of the official 60,000 images (3/2/2 classes, 3 per class), split files cut to match;"
     )
-    assert f"from the local folder {image_folder} (not checksum-verified)" in meta["data_origin"]
+    assert f"from the local folder {image_folder} (not checksum-verified)" in sentence
 
 
 def test_prepare_twice_gives_the_same_bytes(image_folder: Path, tmp_path: Path) -> None:
@@ -333,13 +331,15 @@ def test_a_local_pickle_folder_is_copied_recorded_and_prepared(tmp_path: Path) -
     prepared = load_prepared(tmp_path / "prepared")
     for split in SPLITS:
         data, image_data = prepared.splits[split], contents[split]["image_data"]
-        assert data.class_ids == tuple(sorted(SPLIT_CLASSES[split])[:2])
+        assert data.classes == tuple(sorted(SPLIT_CLASSES[split])[:2])
         assert data.labels.tolist() == [0, 0, 0, 1, 1, 1]
         np.testing.assert_array_equal(data.images, image_data[[0, 2, 4, 1, 3, 5]].transpose(0, 3, 1, 2))
         assert data.images.flags.c_contiguous
     meta = _meta(tmp_path / "prepared")
-    assert meta["layout"] == "pickles" and meta["counts"] == {"train": 6, "val": 6, "test": 6}
-    assert meta["data_origin"].startswith("miniImageNet SAMPLE: 18 of the official 60,000 images (2/2/2 classes")
+    assert meta["provenance"]["layout"] == "pickles" and meta["counts"] == {"train": 6, "val": 6, "test": 6}
+    assert _sentence(tmp_path / "prepared").startswith(
+        "miniImageNet SAMPLE: 18 of the official 60,000 images (2/2/2 classes"
+    )
 
 
 def test_a_pickle_that_runs_code_is_refused_at_prepare(tmp_path: Path) -> None:
@@ -411,72 +411,70 @@ def _zip_images(folder: Path, archive: Path) -> bytes:
 
 
 @pytest.fixture
-def upstream_images(image_folder: Path, tmp_path: Path, server: FileServer, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The server holds images.zip and the CSVs; the module's file table points at it (CSVs pinned, zip not)."""
+def upstream_images(image_folder: Path, tmp_path: Path, server: FileServer) -> MiniImagenet:
+    """The server holds image_folder's images.zip and CSVs; miniImageNet with its file table pointing at it (CSVs
+    pinned, zip not)."""
     server.routes["/images.zip"] = Route(_zip_images(image_folder, tmp_path / "images.zip"))
     csvs = {}
-    for split, remote in sources.SPLIT_CSVS.items():
+    for split, remote in SPLIT_CSVS.items():
         body = (image_folder / remote.name).read_bytes()
         server.routes["/" + remote.name] = Route(body)
         csvs[split] = replace(remote, urls=(server.url("/" + remote.name),), sha256=hashlib.sha256(body).hexdigest())
-    monkeypatch.setattr(sources, "SPLIT_CSVS", csvs)
-    monkeypatch.setattr(sources, "IMAGES_ZIP", replace(sources.IMAGES_ZIP, urls=(server.url("/images.zip"),)))
-    return image_folder
+    images_zip = replace(MINIIMAGENET.images_zip, urls=(server.url("/images.zip"),))
+    return replace(MINIIMAGENET, split_csvs=csvs, images_zip=images_zip)
 
 
 def test_download_fetches_the_csvs_and_unpacks_images_zip(
-    upstream_images: Path, tmp_path: Path, server: FileServer
+    upstream_images: MiniImagenet, image_folder: Path, tmp_path: Path, server: FileServer
 ) -> None:
     raw = tmp_path / "raw"
-    download(raw, DOWNLOAD_IMAGES)
+    upstream_images.download(raw, DOWNLOAD_IMAGES)
     expected_names = [SHA256SUMS, "images", "origin.json", "test.csv", "train.csv", "val.csv"]
     assert sorted(p.name for p in raw.iterdir()) == expected_names
-    assert _files(raw / "images") == _files(upstream_images / "images")
+    assert _files(raw / "images") == _files(image_folder / "images")
     zip_sha = hashlib.sha256(server.routes["/images.zip"].body).hexdigest()
     assert (raw / SHA256SUMS).read_text() == f"{zip_sha}  images.zip\n"
     origin = read_origin(raw)
     assert origin is not None and (origin.kind, origin.verified) == ("official", False)
     assert server.url("/images.zip") in origin.source and server.url("/train.csv") in origin.source
     assert "images.zip not pinned" in origin.detail and "train.csv, val.csv, test.csv sha256-verified" in origin.detail
-    prepare(raw, tmp_path / "prepared")
-    sentence = _meta(tmp_path / "prepared")["data_origin"]
+    upstream_images.prepare(raw, tmp_path / "prepared")
+    sentence = _sentence(tmp_path / "prepared")
     assert sentence.startswith("miniImageNet SAMPLE: 21 of the official 60,000 images")
     assert "the official split files" in sentence and "not all checksum-verified" in sentence
 
 
 def test_a_changed_images_zip_is_refused_after_the_first_download(
-    upstream_images: Path, tmp_path: Path, server: FileServer
+    upstream_images: MiniImagenet, image_folder: Path, tmp_path: Path, server: FileServer
 ) -> None:
     raw = tmp_path / "raw"
-    download(raw, DOWNLOAD_IMAGES)
-    (upstream_images / "images" / "n0100000100000001.jpg").write_bytes(b"swapped")
-    server.routes["/images.zip"] = Route(_zip_images(upstream_images, tmp_path / "changed.zip"))
+    upstream_images.download(raw, DOWNLOAD_IMAGES)
+    (image_folder / "images" / "n0100000100000001.jpg").write_bytes(b"swapped")
+    server.routes["/images.zip"] = Route(_zip_images(image_folder, tmp_path / "changed.zip"))
     with pytest.raises(DownloadError, match="checksum mismatch for images.zip") as raised:
-        download(raw, DOWNLOAD_IMAGES)
+        upstream_images.download(raw, DOWNLOAD_IMAGES)
     assert str(raw / SHA256SUMS) in str(raised.value)
 
 
 def test_a_web_page_in_place_of_images_zip_is_not_trusted(
-    upstream_images: Path, tmp_path: Path, server: FileServer
+    upstream_images: MiniImagenet, tmp_path: Path, server: FileServer
 ) -> None:
     server.routes["/images.zip"] = Route(b"<!DOCTYPE html><title>Google Drive - quota exceeded</title>")
     with pytest.raises(DownloadError, match="Google Drive sends a web page"):
-        download(tmp_path / "raw", DOWNLOAD_IMAGES)
+        upstream_images.download(tmp_path / "raw", DOWNLOAD_IMAGES)
     assert not (tmp_path / "raw" / SHA256SUMS).exists() and not (tmp_path / "raw" / "images").exists()
 
 
-def test_download_fetches_the_pickles_and_records_them(
-    tmp_path: Path, server: FileServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_download_fetches_the_pickles_and_records_them(tmp_path: Path, server: FileServer) -> None:
     _write_pickle_folder(tmp_path / "upstream")
     pickles = {}
     for split, remote in PICKLES.items():
         server.routes["/" + remote.name] = Route((tmp_path / "upstream" / remote.name).read_bytes())
         pickles[split] = replace(remote, urls=(server.url("/missing"), server.url("/" + remote.name)))
-    monkeypatch.setattr(sources, "PICKLES", pickles)
-    download(tmp_path / "raw", DOWNLOAD_PICKLES)
+    dataset = replace(MINIIMAGENET, pickles=pickles)
+    dataset.download(tmp_path / "raw", DOWNLOAD_PICKLES)
     assert len((tmp_path / "raw" / SHA256SUMS).read_text().splitlines()) == 3
-    prepare(tmp_path / "raw", tmp_path / "prepared")
+    dataset.prepare(tmp_path / "raw", tmp_path / "prepared")
     assert load_prepared(tmp_path / "prepared").splits["train"].images.shape == (6, 3, 84, 84)
 
 
@@ -493,7 +491,7 @@ def test_a_mirror_sample_folder_is_copied_as_a_sample(
     assert origin is not None and (origin.kind, origin.verified) == ("sample", False)
     assert origin.source == str(tmp_path / "mirror" / MIRROR_FOLDER)
     prepare(raw, tmp_path / "prepared")
-    sentence = _meta(tmp_path / "prepared")["data_origin"]
+    sentence = _sentence(tmp_path / "prepared")
     assert sentence.startswith("miniImageNet SAMPLE: 21 of the official 60,000 images")
     mirror_dir = tmp_path / "mirror" / MIRROR_FOLDER
     assert sentence.endswith(f"from the mirror folder {mirror_dir} (a sample, not checksum-verified)")
@@ -505,13 +503,13 @@ def test_official_pickles_in_the_mirror_are_fetched_as_official(
     mirror_dir = tmp_path / "mirror" / MIRROR_FOLDER
     _write_pickle_folder(mirror_dir)
     pickles = {split: replace(remote, urls=(server.url("/" + remote.name),)) for split, remote in PICKLES.items()}
-    monkeypatch.setattr(sources, "PICKLES", pickles)
+    dataset = replace(MINIIMAGENET, pickles=pickles)
     monkeypatch.setenv(MIRROR_ENV, str(tmp_path / "mirror"))
-    download(tmp_path / "raw", DOWNLOAD_PICKLES)
+    dataset.download(tmp_path / "raw", DOWNLOAD_PICKLES)
     assert server.requests == []
     origin = read_origin(tmp_path / "raw")
     assert origin is not None and (origin.kind, origin.source) == ("official", str(mirror_dir))
-    prepare(tmp_path / "raw", tmp_path / "prepared")
+    dataset.prepare(tmp_path / "raw", tmp_path / "prepared")
 
 
 # --- data_origin wording, and the real files where present -------------------------------------------
@@ -519,22 +517,21 @@ def test_official_pickles_in_the_mirror_are_fetched_as_official(
 
 def test_the_full_set_is_not_called_a_sample(tmp_path: Path) -> None:
     classes = {"train": 64, "val": 16, "test": 20}
-    splits = {
-        split: PreparedSplit(
-            images=np.empty((0, 3, 84, 84), np.uint8),
-            labels=np.repeat(np.arange(count), 600),
-            class_ids=tuple(f"n{split}{index:03d}" for index in range(count)),
-        )
-        for split, count in classes.items()
-    }
-    sentence = data_origin(tmp_path, splits, "pickles")
+    provenance = Provenance(
+        dataset="miniimagenet", kind="unrecorded", source=str(tmp_path), verified=False, detail="", layout="pickles",
+        checksum_algorithm="sha256", official_classes=MINIIMAGENET.official_classes,
+        official_images_per_class=MINIIMAGENET.official_images_per_class,
+        class_counts={split: {f"n{split}{index:03d}": 600 for index in range(count)}
+                      for split, count in classes.items()},
+    )
+    sentence = origin_sentence(provenance)
     assert sentence.startswith("the full miniImageNet (60,000 images, 64/16/20 classes x 600); of unrecorded origin")
     assert "SAMPLE" not in sentence
 
 
 @pytest.mark.skipif(not (SHARED_DATASETS / "mini-imagenet-split").is_dir(), reason="no shared official split files")
 def test_the_pinned_split_checksums_are_those_of_the_official_files() -> None:
-    for split, remote in sources.SPLIT_CSVS.items():
+    for split, remote in SPLIT_CSVS.items():
         data = (SHARED_DATASETS / "mini-imagenet-split" / remote.name).read_bytes()
         assert hashlib.md5(data).hexdigest() == OFFICIAL_SPLIT_MD5[split]
         assert hashlib.sha256(data).hexdigest() == remote.sha256
@@ -546,8 +543,8 @@ def test_the_shared_mirror_sample_prepares_as_a_sample(tmp_path: Path, monkeypat
     download(tmp_path / "raw", DOWNLOAD_IMAGES)
     prepare(tmp_path / "raw", tmp_path / "prepared")
     prepared = load_prepared(tmp_path / "prepared")
-    assert {split: len(prepared.splits[split].class_ids) for split in SPLITS} == {"train": 64, "val": 16, "test": 20}
-    assert prepared.data_origin == (
+    assert {split: len(prepared.splits[split].classes) for split in SPLITS} == {"train": 64, "val": 16, "test": 20}
+    assert origin_sentence(prepared.provenance) == (
         "miniImageNet SAMPLE: 2,000 of the official 60,000 images (64/16/20 classes, 20 per class), "
         f"split files cut to match; from the mirror folder {SHARED_DATASETS / MIRROR_FOLDER} "
         "(a sample, not checksum-verified)"
@@ -564,14 +561,14 @@ def test_a_missing_pickle_is_named(tmp_path: Path) -> None:
 
 
 def test_a_failed_download_leaves_no_stale_origin(
-    upstream_images: Path, tmp_path: Path, server: FileServer, monkeypatch: pytest.MonkeyPatch
+    upstream_images: MiniImagenet, image_folder: Path, tmp_path: Path, server: FileServer
 ) -> None:
     raw = tmp_path / "raw"
-    download(raw, _local(upstream_images))
+    upstream_images.download(raw, _local(image_folder))
     del server.routes["/images.zip"]
-    monkeypatch.setattr(sources, "IMAGES_ZIP", replace(sources.IMAGES_ZIP, urls=(server.url("/gone.zip"),)))
+    gone = replace(upstream_images, images_zip=replace(upstream_images.images_zip, urls=(server.url("/gone.zip"),)))
     with pytest.raises(DownloadError, match="images.zip"):
-        download(raw, DOWNLOAD_IMAGES)
+        gone.download(raw, DOWNLOAD_IMAGES)
     assert read_origin(raw) is None
 
 
@@ -583,7 +580,7 @@ def test_a_csv_with_a_byte_order_mark_is_read(image_folder: Path, tmp_path: Path
 
 
 def test_an_unsafe_images_zip_is_refused_and_nothing_is_extracted(
-    upstream_images: Path, tmp_path: Path, server: FileServer
+    upstream_images: MiniImagenet, tmp_path: Path, server: FileServer
 ) -> None:
     archive = tmp_path / "evil.zip"
     with zipfile.ZipFile(archive, "w") as bundle:
@@ -591,23 +588,24 @@ def test_an_unsafe_images_zip_is_refused_and_nothing_is_extracted(
         bundle.writestr("../../outside.txt", b"evil")
     server.routes["/images.zip"] = Route(archive.read_bytes())
     with pytest.raises(DataError, match="'../../outside.txt' has a '..' component"):
-        download(tmp_path / "raw", DOWNLOAD_IMAGES)
+        upstream_images.download(tmp_path / "raw", DOWNLOAD_IMAGES)
     assert not (tmp_path / "raw" / "images").exists() and not (tmp_path / "outside.txt").exists()
 
 
 def test_official_files_in_the_mirror_win_over_a_sample_folder(
-    upstream_images: Path, tmp_path: Path, server: FileServer, monkeypatch: pytest.MonkeyPatch
+    upstream_images: MiniImagenet, image_folder: Path, tmp_path: Path, server: FileServer,
+    monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mirror_dir = tmp_path / "mirror" / MIRROR_FOLDER
-    shutil.copytree(upstream_images, mirror_dir)  # images/ and the CSVs: a sample folder...
+    shutil.copytree(image_folder, mirror_dir)  # images/ and the CSVs: a sample folder...
     (mirror_dir / "images.zip").write_bytes(server.routes["/images.zip"].body)  # ...plus the official images.zip
     monkeypatch.setenv(MIRROR_ENV, str(tmp_path / "mirror"))
-    download(tmp_path / "raw", DOWNLOAD_IMAGES)
+    upstream_images.download(tmp_path / "raw", DOWNLOAD_IMAGES)
     assert server.requests == []
     origin = read_origin(tmp_path / "raw")
     assert origin is not None and (origin.kind, origin.source) == ("official", str(mirror_dir))
     assert not (tmp_path / "raw" / "images.zip").exists()
-    assert _files(tmp_path / "raw" / "images") == _files(upstream_images / "images")
+    assert _files(tmp_path / "raw" / "images") == _files(image_folder / "images")
 
 
 def test_an_invalid_origin_record_is_named(image_folder: Path, tmp_path: Path) -> None:

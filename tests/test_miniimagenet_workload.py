@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from parabench.data import miniimagenet
+from parabench.data.miniimagenet import MINIIMAGENET
 from parabench.engine.plan import RunPlan
 from parabench.engine.training import fit
 from parabench.errors import DataError
@@ -26,7 +26,7 @@ def settings(**changes) -> MiniImagenetSettings:
 def prepared(tmp_path_factory):
     folder = write_image_folder(tmp_path_factory.mktemp("raw"))
     out = tmp_path_factory.mktemp("prepared") / "miniimagenet"
-    miniimagenet.prepare(folder, out)
+    MINIIMAGENET.prepare(folder, out)
     return out
 
 
@@ -39,6 +39,7 @@ def test_episodes_are_the_units_of_a_batch(prepared):
     again = data.train_batch(0, torch.tensor([0]))
     assert torch.equal(again.inputs[0], batch.inputs[1]), "episode 0 of epoch 0 is the same wherever it is drawn"
     assert data.data_origin.startswith("miniImageNet SAMPLE: 40 of the official 60,000 images")
+    assert (data.provenance["dataset"], data.provenance["kind"]) == ("miniimagenet", "unrecorded")
 
 
 def test_a_class_too_small_for_an_episode_is_named_with_the_fix(prepared):

@@ -16,16 +16,19 @@ from torch.nn import functional as F
 from torchvision.models import resnet50
 from torchvision.transforms import v2
 
-from parabench.data import fashion_mnist, hotdog
+from parabench.data.fashion_mnist import FASHION_MNIST
+from parabench.data.hotdog import HOTDOG
 from parabench.data.idx import write_idx
 from parabench.errors import ConfigError, DataError
 from parabench.models.resnet50 import SEED_CUT, resnet50_blocks
+from parabench.strategies.model_parallel import STRATEGY as MODEL_PARALLEL
 from parabench.strategies.model_parallel import StagedModel
 from parabench.strategies.partition import choose_cut, cut
 from parabench.workloads.image_views import IMAGENET_MEAN, IMAGENET_STD, normalized
 from parabench.workloads.resnet50 import Resnet50, Resnet50Settings
 from parabench.workloads.timing_images import NOT_APPLICABLE
 from tests.hotdog_fixture import write_class_folder
+from tests.setups import cpu_setup
 
 SIZE, CLASSES, RTOL, ATOL = 48, 10, 1e-4, 1e-5
 BLOCKS = ["stem", "layer1", "layer2", "layer3", "layer4", "head"]
@@ -63,11 +66,13 @@ def test_every_balance_mode_covers_every_block_once(balance):
 
 
 def test_the_seed_cut_needs_a_documented_cut_for_as_many_stages():
-    model, sample = resnet50_blocks(CLASSES), torch.rand(2, 3, SIZE, SIZE)
+    """The cut strategies' check, before any cut: `seed` needs the workload's cut, into as many stages as the run."""
+    documented = {"documented_cut": SEED_CUT}
+    MODEL_PARALLEL.check(cpu_setup(2, balance="seed").model_copy(update=documented), 4)
     with pytest.raises(ConfigError, match=r"partition.balance: 'seed'.*no cut; set partition.balance"):
-        choose_cut(model, "seed", 2, sample, None)
+        MODEL_PARALLEL.check(cpu_setup(2, balance="seed"), 4)
     with pytest.raises(ConfigError, match=r"this run cuts the model into 3 stages; set partition.stages to 2"):
-        choose_cut(model, "seed", 3, sample, SEED_CUT)
+        MODEL_PARALLEL.check(cpu_setup(3, balance="seed").model_copy(update=documented), 4)
 
 
 def test_the_cut_model_equals_the_whole_one():
@@ -99,7 +104,7 @@ def test_random_images_are_seeded_and_scored_by_mse_on_one_hot_targets():
     outputs = torch.zeros(2, CLASSES)
     assert data.loss(outputs, batch.targets).item() == pytest.approx(1 / CLASSES)
     assert data.tally(outputs, batch.targets) == {} and data.evaluate(resnet50_blocks(CLASSES), "test", "cpu") == {}
-    assert data.data_origin.startswith("synthetic: 8 random normal 3x48x48 images")
+    assert data.data_origin.startswith("synthetic: 8 random normal 3x48x48 images") and data.provenance is None
 
 
 def test_the_workload_says_accuracy_does_not_apply_and_has_no_dataset():
@@ -115,7 +120,7 @@ def prepared_hotdog(tmp_path_factory) -> Path:
     """A prepared hotdog-layout folder of 2 x 12 training photos (48 x 40 PNGs, squashed to 256 x 256)."""
     raw = write_class_folder(tmp_path_factory.mktemp("raw"))
     out = tmp_path_factory.mktemp("prepared") / "hotdog"
-    hotdog.prepare(raw, out)
+    HOTDOG.prepare(raw, out)
     return out
 
 
@@ -125,13 +130,14 @@ def test_real_pixels_are_a_seeded_choice_of_a_datasets_training_images_resized_a
     assert data.images.shape == (8, 3, SIZE, SIZE) and data.images.dtype == torch.float32
     assert torch.equal(data.images, again.images) and torch.equal(data.classes, again.classes)
     assert not torch.equal(data.images, other.images)
-    photos = torch.from_numpy(hotdog.load_prepared(prepared_hotdog).train_images)
+    photos = torch.from_numpy(HOTDOG.load_prepared(prepared_hotdog).splits["train"].images)
     views = normalized(v2.functional.resize(photos, [SIZE, SIZE], antialias=True))
     sources = [next(index for index, view in enumerate(views) if torch.equal(view, image)) for image in data.images]
     assert len(set(sources)) == 8, "eight different photos of the 24, each as the workload's own view"
     assert data.classes.max() < CLASSES and data.loss(torch.zeros(2, CLASSES), data.classes[:2]).item() > 0
     assert data.data_origin.startswith("real pixels: 8 training images of a hotdog-layout folder: 24 train + 8 test")
     assert "random classes among 10" in data.data_origin and "NOT d2l's hotdog.zip" in data.data_origin
+    assert data.provenance == HOTDOG.load_prepared(prepared_hotdog).provenance.model_dump(), "the pixels' record"
 
 
 def test_grey_pixels_become_three_equal_channels_and_a_small_set_repeats_only_once_used_up(tmp_path):
@@ -141,7 +147,7 @@ def test_grey_pixels_become_three_equal_channels_and_a_small_set_repeats_only_on
     for prefix, count in (("train", 5), ("t10k", 2)):
         write_idx(raw / f"{prefix}-images-idx3-ubyte.gz", generator.integers(0, 256, (count, 28, 28), dtype=np.uint8))
         write_idx(raw / f"{prefix}-labels-idx1-ubyte.gz", generator.integers(0, 10, count, dtype=np.uint8))
-    fashion_mnist.prepare(raw, prepared)
+    FASHION_MNIST.prepare(raw, prepared)
     data = Resnet50().open(prepared, settings(batch_size=6))  # 12 units from 5 images
     mean, std = torch.tensor(IMAGENET_MEAN).view(3, 1, 1), torch.tensor(IMAGENET_STD).view(3, 1, 1)
     pixels = data.images * std + mean

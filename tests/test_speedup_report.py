@@ -2,13 +2,24 @@
 
 import pytest
 
+from parabench.data.miniimagenet import MINIIMAGENET
+from parabench.data.provenance import Provenance
 from parabench.report.speedup import compare
+
+SAMPLE = Provenance(  # as the train stage's results record carries it: 20 images of each official class
+    dataset="miniimagenet", kind="sample", source="x", verified=False, detail="", checksum_algorithm="sha256",
+    layout="pickles", official_classes=MINIIMAGENET.official_classes,
+    official_images_per_class=MINIIMAGENET.official_images_per_class,
+    class_counts={split: {f"n{split}{index}": 20 for index in range(classes)}
+                  for split, classes in MINIIMAGENET.official_classes.items()},
+)
 
 
 def record(strategy: str, seconds: float, devices: int, contended: bool = False) -> dict:
-    return {"strategy": strategy, "train_time_s": seconds, "devices": devices, "unit": "episode",
-            "episodes_per_s": 100 / seconds, "contended": contended, "labels": {"pretrained": "none"},
-            "data_origin": "miniImageNet SAMPLE: 2,000 of the official 60,000 images (64/16/20 classes); from x"}
+    return {"workload": "miniimagenet", "strategy": strategy, "train_time_s": seconds, "devices": devices,
+            "unit": "episode", "episodes_per_s": 100 / seconds, "contended": contended,
+            "labels": {"pretrained": "none"},
+            "data_origin": MINIIMAGENET.origin_sentence(SAMPLE), "data_provenance": SAMPLE.model_dump()}
 
 
 def test_speedup_efficiency_and_the_primary_metric_by_name():
@@ -43,3 +54,14 @@ def test_end_to_end_is_the_jobs_wall_times_and_none_after_a_resume():
     assert row["speedup"] == pytest.approx(1.2) and row["speedup_end_to_end"] == pytest.approx(0.75)
     resumed = compare(run, {**reference, "resumed_after_epoch": 2}, evaluation, None, "test_acc")
     assert resumed["speedup_end_to_end"] is None, "a resumed job did not run end to end"
+
+
+def test_timing_data_says_it_is_real_pixels_of_a_dataset_or_drawn_from_the_seed():
+    evaluation = {"train": {}, "reference": {}}
+    pixels = {**record("ddp", 50, 2), "workload": "resnet50"}
+    row = compare(pixels, record("single", 100, 1), evaluation, None, None)
+    assert row["data_origin"] == "real pixels of miniImageNet SAMPLE: 2,000 of the official 60,000 images"
+    drawn = {**pixels, "data_provenance": None, "data_origin": "synthetic: 8 random images; drawn from seed 0"}
+    assert compare(drawn, record("single", 100, 1), evaluation, None, None)["data_origin"] == (
+        "synthetic: drawn from the run's seed, no dataset"
+    )

@@ -1,6 +1,5 @@
 """What `make run` prints last: every number with a name, no empty column, at most 120 characters a line."""
 
-import json
 from pathlib import Path
 
 import pytest

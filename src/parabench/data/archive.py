@@ -41,6 +41,22 @@ def extract_zip(archive: Path, dest_dir: Path, *, strip_top_folder: bool = False
         ) from error
 
 
+def unpack_zip(archive: Path, dest_dir: Path, *, strip_top_folder: bool = False) -> None:
+    """Extract the archive as dest_dir (see extract_zip), then delete it, also when it is refused: the raw folder
+    keeps the extracted files, never the archive."""
+    try:
+        extract_zip(archive, dest_dir, strip_top_folder=strip_top_folder)
+    finally:
+        archive.unlink(missing_ok=True)
+
+
+def zip_problem(path: Path) -> str | None:
+    """Why a first, unpinned download is not a zip archive, or None (a content check for fetch)."""
+    if zipfile.is_zipfile(path):
+        return None
+    return "is not a zip archive (Google Drive sends a web page instead when the file's download quota is exceeded)"
+
+
 def _unsafe_reason(member: zipfile.ZipInfo) -> str:
     """Why extracting the member is refused, or "" when it is safe."""
     name = member.filename

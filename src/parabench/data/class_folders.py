@@ -1,56 +1,62 @@
-"""Scan an image folder laid out as train/<class>/<files> and test/<class>/<files>, and name every layout problem."""
+"""Scan an image folder laid out as <split>/<class>/<files> (e.g. train/ and test/), and name every layout problem."""
 
 from dataclasses import dataclass
 from pathlib import Path
 
-SPLITS = ("train", "test")
-LAYOUT = (
-    "train/<class>/<image files> and test/<class>/<image files>: the same class folders in both splits, "
-    "each holding at least one image file (any format Pillow reads), and nothing else in the split folders"
-)
+
+def class_folder_layout(splits: tuple[str, ...]) -> str:
+    """The layout in words, for messages."""
+    folders = " and ".join(f"{split}/<class>/<image files>" for split in splits)
+    return (
+        f"{folders}: the same class folders in every split, each holding at least one image file (any format "
+        "Pillow reads), and nothing else in the split folders"
+    )
 
 
 @dataclass(frozen=True)
 class ClassFolders:
     """The files of each split by class: classes sorted by name (as torchvision's ImageFolder does), files sorted.
 
-    classes: every class found in either split; files[split][class]: that class folder's files (empty when it is
-    missing from the split). problems: each layout problem found, naming its file or folder (empty: a good layout).
+    splits: in order; classes: every class found in any split; files[split][class]: that class folder's files (empty
+    when it is missing from the split). problems: each layout problem found, naming its file or folder (empty: a
+    good layout).
     """
 
+    splits: tuple[str, ...]
     classes: tuple[str, ...]
     files: dict[str, dict[str, tuple[Path, ...]]]
     problems: tuple[str, ...]
 
     def paths(self) -> list[Path]:
-        """Every file, split by split (train, then test), class by class in the order of `classes`."""
-        return [path for split in SPLITS for name in self.classes for path in self.files[split][name]]
+        """Every file, split by split, class by class in the order of `classes`."""
+        return [path for split in self.splits for name in self.classes for path in self.files[split][name]]
 
     def labels(self, split: str) -> list[int]:
         """The index in `classes` of each file of the split, in the order of paths()."""
         return [label for label, name in enumerate(self.classes) for _ in self.files[split][name]]
 
 
-def scan_class_folders(folder: Path) -> ClassFolders:
+def scan_class_folders(folder: Path, splits: tuple[str, ...]) -> ClassFolders:
     """List the folder's files per split and class, skipping hidden names (starting with '.'), and collect ALL
     layout problems: a split folder missing, a split without class folders, an empty class folder, a class in
     one split only, and anything but class folders in a split or files in a class folder."""
     if not folder.is_dir():
         missing = f"{folder} does not exist or is not a folder"
-        return ClassFolders((), {split: {} for split in SPLITS}, (missing,))
+        return ClassFolders(splits, (), {split: {} for split in splits}, (missing,))
     problems: list[str] = []
-    files = {split: _scan_split(folder / split, problems) for split in SPLITS}
+    files = {split: _scan_split(folder / split, problems) for split in splits}
     classes = tuple(sorted({name for by_class in files.values() for name in by_class}))
+    every_split = "both splits" if len(splits) == 2 else "every split"
     for name in classes:
-        present = ", ".join(f"{split}/" for split in SPLITS if name in files[split])
+        present = ", ".join(f"{split}/" for split in splits if name in files[split])
         problems += [
             f"class {name!r} is in {present} but {folder / split / name} is missing; every class needs a folder "
-            "in both splits"
-            for split in SPLITS
+            f"in {every_split}"
+            for split in splits
             if name not in files[split] and files[split]
         ]
     listing = {split: {name: by_class.get(name, ()) for name in classes} for split, by_class in files.items()}
-    return ClassFolders(classes, listing, tuple(problems))
+    return ClassFolders(splits, classes, listing, tuple(problems))
 
 
 def _scan_split(split_dir: Path, problems: list[str]) -> dict[str, tuple[Path, ...]]:

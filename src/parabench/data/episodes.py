@@ -53,17 +53,12 @@ def _non_negative_int(name: str, value: object, upper: int | None = None) -> int
 
 @dataclass(frozen=True)
 class EpisodeShape:
-    """How many ways, support images per way (shots) and query images per way an episode has."""
+    """How many ways, support images per way (shots) and query images per way an episode has (params.yaml's, which its
+    schema has checked: MiniImagenetSettings)."""
 
     n_way: int
     n_shot: int
     n_query: int
-
-    def __post_init__(self) -> None:
-        for name in ("n_way", "n_shot", "n_query"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"EpisodeShape.{name} must be a positive integer, got {value!r}")
 
     @property
     def per_class(self) -> int:

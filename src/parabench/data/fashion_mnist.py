@@ -1,34 +1,30 @@
-"""Fashion-MNIST: get the four IDX files (download or local folder), then prepare them as .npy arrays."""
+"""Fashion-MNIST: the four published IDX files (or a folder of them), prepared as grey 1 x 28 x 28 arrays."""
 
-import logging
-import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from parabench.data.fetch import MIRROR_ENV, RemoteFile, fetch, mirror_root
+from parabench.data.dataset import Dataset, Decoded
+from parabench.data.fetch import RemoteFile
 from parabench.data.idx import read_idx
-from parabench.data.origin import describe_origin, forget_origin, read_origin, record_origin
+from parabench.data.prepared import SplitArrays
+from parabench.data.source import DataSource
 from parabench.errors import DataError
-from parabench.io import atomic_path, write_atomic, write_json
 
-MIRROR_FOLDER = "fashion-mnist"
 IMAGE_SHAPE = (28, 28)
-CLASS_NAMES = [
+CLASS_NAMES = (
     "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
     "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
-]  # fmt: skip
-SPLITS = ("train", "test")
-OFFICIAL_COUNTS = {"train": 60_000, "test": 10_000}
-MAX_IDX_BYTES = sum(OFFICIAL_COUNTS.values()) * IMAGE_SHAPE[0] * IMAGE_SHAPE[1]  # no file holds more than all images
+)  # fmt: skip
+MAX_IDX_BYTES = 70_000 * IMAGE_SHAPE[0] * IMAGE_SHAPE[1]  # no file holds more than all the official images
 OFFICIAL_URL = "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"
 GITHUB_URL = "https://github.com/zalandoresearch/fashion-mnist/raw/master/data/fashion/"
 
-logger = logging.getLogger("parabench.data")
-
 
 def _remote(name: str, sha256: str) -> RemoteFile:
-    """A Fashion-MNIST file on the official server, with the GitHub copy as fallback."""
+    """A Fashion-MNIST file on the official server, with the GitHub copy as fallback; pinned by the sha256 of its
+    decompressed content."""
     return RemoteFile(name=name, urls=(OFFICIAL_URL + name, GITHUB_URL + name), sha256=sha256)
 
 
@@ -48,129 +44,86 @@ FILES: dict[str, RemoteFile] = {
 }
 
 
-def download(dest_dir: Path, source: str, *, files: dict[str, RemoteFile] = FILES) -> list[Path]:
-    """Put the four files in dest_dir: fetched and verified when source is "download", else copied from a folder.
+@dataclass(frozen=True, kw_only=True)
+class FashionMnist(Dataset):
+    """The IDX files by role ({split}_images, {split}_labels), each under its .gz name or its plain name."""
 
-    Either way dest_dir/origin.json records where they came from.
-    """
-    forget_origin(dest_dir)
-    if source == "download":
-        root = mirror_root()
-        mirror_dir = root / MIRROR_FOLDER if root is not None else None
-        fetched = [
-            fetch(remote, dest_dir, mirror_dir, hint=_mirror_hint(remote.name)) for remote in files.values()
-        ]
-        record_origin(
-            dest_dir,
-            dataset=MIRROR_FOLDER,
-            kind="official",
-            source=", ".join(dict.fromkeys(file.source for file in fetched)),
-            verified=all(remote.sha256 is not None for remote in files.values()),
-            detail="the four IDX files, each checked against its pinned sha256 (of the decompressed content)",
-        )
-        return [file.path for file in fetched]
-    copied = _copy_local_folder(Path(source), dest_dir, files)
-    record_origin(
-        dest_dir,
-        dataset=MIRROR_FOLDER,
-        kind="local",
-        source=source,
-        verified=False,
-        detail="a folder of the four IDX files, checked to be well-formed, copied without checksum verification",
-    )
-    return copied
+    files: dict[str, RemoteFile]
+    class_names: tuple[str, ...]
 
+    @property
+    def resources(self) -> tuple[RemoteFile, ...]:
+        return tuple(self.files.values())
 
-def prepare(raw_dir: Path, out_dir: Path) -> None:
-    """Validate the raw IDX files and write them as train/test image (uint8) and label (int64) .npy arrays."""
-    paths = {role: _find_file(raw_dir, remote.name) for role, remote in FILES.items()}
-    missing = [FILES[role].name for role, path in paths.items() if path is None]
-    if missing:
-        raise DataError(f"{raw_dir} lacks {', '.join(missing)}; run `dvc repro download@fashion_mnist` first")
-    arrays = {role: read_idx(path, MAX_IDX_BYTES) for role, path in paths.items()}
-    for split in SPLITS:
-        _check_split(arrays, paths, split)
-    for role, array in arrays.items():
-        _save_npy(out_dir / f"{role}.npy", array if role.endswith("images") else array.astype(np.int64))
-    counts = {split: len(arrays[f"{split}_labels"]) for split in SPLITS}
-    meta = {
-        "dataset": MIRROR_FOLDER,
-        "counts": counts,
-        "image_shape": list(IMAGE_SHAPE),
-        "class_names": CLASS_NAMES,
-        "data_origin": _data_origin(raw_dir, counts),
-    }
-    write_json(out_dir / "meta.json", meta)
+    @property
+    def folder_layout(self) -> str:
+        names = ", ".join(f"{remote.name} (or {_plain_name(remote.name)})" for remote in self.files.values())
+        return f"the four IDX files: {names}"
 
+    def local_files(self, folder: Path, section: DataSource, to_fix: str) -> list[Path]:
+        """The four files, each present and a well-formed IDX file."""
+        found, problems = self._find_files(folder)
+        for path in found.values():
+            try:
+                read_idx(path, MAX_IDX_BYTES)
+            except DataError as error:
+                problems.append(str(error))
+        if problems:
+            raise DataError(self.problem_report(folder, problems, to_fix))
+        return list(found.values())
 
-def load_prepared(out_dir: Path) -> dict[str, np.ndarray]:
-    """The four prepared arrays, keyed train_images, train_labels, test_images, test_labels."""
-    paths = {role: out_dir / f"{role}.npy" for role in FILES}
-    missing = [path.name for path in paths.values() if not path.is_file()]
-    if missing:
-        raise DataError(
-            f"{out_dir} lacks the prepared Fashion-MNIST arrays ({', '.join(missing)}); "
-            "run `dvc repro prepare@fashion_mnist` first"
-        )
-    return {role: np.load(path, allow_pickle=False) for role, path in paths.items()}
+    def read(self, raw_dir: Path) -> Decoded:
+        """Each split's images (N x 28 x 28, given one channel) and labels (N values in 0..9)."""
+        found, problems = self._find_files(raw_dir)
+        arrays = {}
+        for role, path in found.items():
+            try:
+                arrays[role] = read_idx(path, MAX_IDX_BYTES)
+            except DataError as error:
+                problems.append(str(error))
+        for split in self.splits:
+            if f"{split}_images" in arrays and f"{split}_labels" in arrays:
+                problems += self._split_problems(arrays, found, split)
+        if problems:
+            raise DataError(self.problem_report(raw_dir, problems, self.prepare_fix))
+        splits = {
+            split: SplitArrays(
+                arrays[f"{split}_images"][:, np.newaxis], arrays[f"{split}_labels"].astype(np.int64), self.class_names
+            )
+            for split in self.splits
+        }
+        return Decoded(splits, "idx")
 
+    def _find_files(self, folder: Path) -> tuple[dict[str, Path], list[str]]:
+        """Each file by role, under its .gz name or else its plain name; a problem for each one missing."""
+        found, problems = {}, []
+        for role, remote in self.files.items():
+            candidates = [folder / remote.name, folder / _plain_name(remote.name)]
+            present = [path for path in candidates if path.is_file()]
+            if present:
+                found[role] = present[0]
+            else:
+                problems.append(f"{candidates[0]} is missing (and so is {candidates[1].name})")
+        return found, problems
 
-def _data_origin(raw_dir: Path, counts: dict[str, int]) -> str:
-    """One sentence: the full set or a SAMPLE, its size, and where it came from (the raw folder's origin.json)."""
-    total = sum(counts.values())
-    split_sizes = ", ".join(f"{counts[split]:,} {split}" for split in SPLITS)
-    if counts == OFFICIAL_COUNTS:
-        size = f"the full Fashion-MNIST ({total:,} images: {split_sizes})"
-    else:
-        official_total = sum(OFFICIAL_COUNTS.values())
-        size = f"Fashion-MNIST SAMPLE: {total:,} of the official {official_total:,} images ({split_sizes})"
-    return f"{size}; {describe_origin(read_origin(raw_dir), raw_dir)}"
-
-
-def _mirror_hint(name: str) -> str:
-    """What to do when no source delivered `name`."""
-    return (
-        f"To fix: set {MIRROR_ENV} to a folder that holds {MIRROR_FOLDER}/{name} (see README), "
-        "or point the params.yaml source to a local folder holding the four Fashion-MNIST files."
-    )
-
-
-def _copy_local_folder(folder: Path, dest_dir: Path, files: dict[str, RemoteFile]) -> list[Path]:
-    """Check the folder holds four well-formed IDX files, then copy each atomically into dest_dir."""
-    if not folder.is_dir():
-        raise DataError(f"the Fashion-MNIST source folder {folder} does not exist (params.yaml source)")
-    found = {role: _find_file(folder, remote.name) for role, remote in files.items()}
-    missing = [files[role].name for role, path in found.items() if path is None]
-    if missing:
-        expected = ", ".join(f"{remote.name} (or {_plain_name(remote.name)})" for remote in files.values())
-        raise DataError(f"{folder} lacks {', '.join(missing)}; it must hold: {expected}")
-    bad = []
-    for path in found.values():
-        try:
-            read_idx(path, MAX_IDX_BYTES)
-        except DataError as error:
-            bad.append(str(error))
-    if bad:
-        raise DataError(f"{folder} holds malformed Fashion-MNIST files:\n" + "\n".join(f"  - {line}" for line in bad))
-    logger.warning("using the local files in %s without checksum verification (bring-your-own data)", folder)
-    return [_copy_into(path, dest_dir) for path in found.values()]
-
-
-def _copy_into(source: Path, dest_dir: Path) -> Path:
-    """Copy one file atomically into dest_dir, removing a stale copy under its other (gzipped or plain) name."""
-    dest = dest_dir / source.name
-    other_name = _plain_name(source.name) if source.suffix == ".gz" else f"{source.name}.gz"
-    (dest_dir / other_name).unlink(missing_ok=True)
-    write_atomic(dest, lambda tmp: shutil.copyfile(source, tmp))
-    return dest
-
-
-def _find_file(folder: Path, gz_name: str) -> Path | None:
-    """The file under its .gz name, else under its plain name, else None."""
-    for candidate in (folder / gz_name, folder / _plain_name(gz_name)):
-        if candidate.is_file():
-            return candidate
-    return None
+    def _split_problems(self, arrays: dict[str, np.ndarray], paths: dict[str, Path], split: str) -> list[str]:
+        """Images are (N, 28, 28), labels are N values that index the classes."""
+        images, labels = arrays[f"{split}_images"], arrays[f"{split}_labels"]
+        images_path, labels_path = paths[f"{split}_images"], paths[f"{split}_labels"]
+        problems = []
+        if images.ndim != 3 or images.shape[1:] != IMAGE_SHAPE:
+            problems.append(f"{images_path} holds images of shape {images.shape}; expected (N, 28, 28)")
+        if labels.ndim != 1:
+            problems.append(f"{labels_path} holds labels of shape {labels.shape}; expected one dimension")
+        elif len(labels) != len(images):
+            problems.append(
+                f"{labels_path} has {len(labels)} labels but {images_path} has {len(images)} images; they must match"
+            )
+        out_of_range = np.unique(labels[labels >= len(self.class_names)])
+        if out_of_range.size:
+            top = len(self.class_names) - 1
+            problems.append(f"{labels_path} has labels outside 0..{top}: {out_of_range[:10].tolist()}")
+        return problems
 
 
 def _plain_name(gz_name: str) -> str:
@@ -178,24 +131,16 @@ def _plain_name(gz_name: str) -> str:
     return gz_name.removesuffix(".gz")
 
 
-def _check_split(arrays: dict[str, np.ndarray], paths: dict[str, Path], split: str) -> None:
-    """Images are (N, 28, 28), labels are N values in 0..9."""
-    images, labels = arrays[f"{split}_images"], arrays[f"{split}_labels"]
-    images_path, labels_path = paths[f"{split}_images"], paths[f"{split}_labels"]
-    if images.ndim != 3 or images.shape[1:] != IMAGE_SHAPE:
-        raise DataError(f"{images_path} holds images of shape {images.shape}; expected (N, 28, 28)")
-    if labels.ndim != 1:
-        raise DataError(f"{labels_path} holds labels of shape {labels.shape}; expected one dimension")
-    if len(labels) != len(images):
-        raise DataError(
-            f"{labels_path} has {len(labels)} labels but {images_path} has {len(images)} images; they must match"
-        )
-    out_of_range = np.unique(labels[labels >= len(CLASS_NAMES)])
-    if out_of_range.size:
-        raise DataError(f"{labels_path} has labels outside 0..9: {out_of_range[:10].tolist()}")
-
-
-def _save_npy(path: Path, array: np.ndarray) -> None:
-    """np.save to exactly `path`, atomically."""
-    with atomic_path(path) as tmp, tmp.open("wb") as stream:
-        np.save(stream, array, allow_pickle=False)
+FASHION_MNIST = FashionMnist(
+    name="fashion_mnist",
+    title="Fashion-MNIST",
+    splits=("train", "test"),
+    mirror_folder="fashion-mnist",
+    image_shape=(1, *IMAGE_SHAPE),
+    official_classes={"train": 10, "test": 10},  # 60,000 training and 10,000 test images, as many of each class
+    official_images_per_class={"train": 6000, "test": 1000},
+    resize="none: the published 28 x 28 grey images, given one channel",
+    local_detail="a folder of the four IDX files, checked to be well-formed, copied without checksum verification",
+    files=FILES,
+    class_names=CLASS_NAMES,
+)

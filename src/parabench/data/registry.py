@@ -1,38 +1,19 @@
-"""The dataset registry: each dataset's params section, and how it downloads and prepares itself."""
+"""The dataset registry: each dataset by its stages' name, and a provenance record told in its dataset's words."""
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from parabench.data.dataset import Dataset
+from parabench.data.fashion_mnist import FASHION_MNIST
+from parabench.data.hotdog import HOTDOG
+from parabench.data.miniimagenet import MINIIMAGENET
+from parabench.data.provenance import Provenance
 
-from parabench.data import fashion_mnist, hotdog, miniimagenet
-from parabench.data.source import DataSource
-from parabench.data.training_images import (
-    TrainingImages,
-    fashion_mnist_training_images,
-    hotdog_training_images,
-    miniimagenet_training_images,
-)
+DATASETS: dict[str, Dataset] = {dataset.name: dataset for dataset in (FASHION_MNIST, HOTDOG, MINIIMAGENET)}
 
 
-@dataclass(frozen=True)
-class Dataset:
-    """A dataset's params.yaml section model, its download (raw folder, section), its prepare (raw, out), and its
-    prepared training images (for a synthetic workload that times on real pixels)."""
-
-    source_model: type[DataSource]
-    download: Callable[[Path, Any], object]
-    prepare: Callable[[Path, Path], None]
-    training_images: Callable[[Path], TrainingImages]
+def origin_sentence(provenance: Provenance) -> str:
+    """The data_origin sentence of a provenance record: what the data is, with details, then where it came from."""
+    return DATASETS[provenance.dataset].origin_sentence(provenance)
 
 
-def _download_fashion_mnist(dest_dir: Path, section: DataSource) -> None:
-    fashion_mnist.download(dest_dir, section.source)
-
-
-DATASETS: dict[str, Dataset] = {
-    "fashion_mnist": Dataset(DataSource, _download_fashion_mnist, fashion_mnist.prepare, fashion_mnist_training_images),
-    "hotdog": Dataset(DataSource, hotdog.download, hotdog.prepare, hotdog_training_images),
-    "miniimagenet": Dataset(miniimagenet.MiniImagenetSource, miniimagenet.download, miniimagenet.prepare,
-                            miniimagenet_training_images),
-}
+def origin_summary(provenance: Provenance) -> str:
+    """What a provenance record's data is, without details: short enough for a table."""
+    return DATASETS[provenance.dataset].origin_summary(provenance)

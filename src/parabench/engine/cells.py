@@ -1,7 +1,8 @@
 """Benchmark and sweep cells: a workload under a strategy with overrides, timed in fresh workers over rounds.
 
-The benchmark stage and the sweeps share this runner; every cell runs the same steps. A cell that cannot run here is planned as skipped,
-with its reason, before any heavy work; rounds rotate the order so that machine noise hits every cell alike.
+The benchmark stage and the sweeps share this runner; every cell runs the same steps. A cell that cannot run here
+is planned as skipped, with its reason, before any heavy work; rounds rotate the order so that machine noise hits
+every cell alike.
 """
 
 import logging

@@ -196,6 +196,7 @@ def run_record(plan: RunPlan, data: WorkloadData, result: TrainResult, step_dura
         "scale": plan.scale,
         "unit": data.unit,
         "data_origin": data.data_origin,
+        "data_provenance": data.provenance,
         "data_digest": result.data_id,
         "labels": plan.workload.labels(plan.settings),
         "epochs": plan.settings.epochs,

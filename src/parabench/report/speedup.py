@@ -10,10 +10,13 @@ evaluation after each epoch included.
 
 from typing import Any
 
-from parabench.data.origin import origin_summary
+from parabench.data.provenance import Provenance
+from parabench.data.registry import origin_summary
 from parabench.report.benchmark import REFERENCE
 from parabench.stats import in_words
+from parabench.workloads import WORKLOADS
 
+DRAWN = "synthetic: drawn from the run's seed, no dataset"
 INTERLEAVED_NOTE = (
     "speedup: the reference's median training step over the run's, each from its whole training run, timed minutes "
     "apart; speedup_interleaved_robust: the same ratio from the benchmark stage's interleaved rounds, robust to "
@@ -39,6 +42,17 @@ def end_to_end_speedup(run: dict[str, Any], reference: dict[str, Any]) -> float 
     timed = [record for record in (run, reference)
              if record.get("wall_time_s") is not None and not record.get("resumed_after_epoch")]
     return reference["wall_time_s"] / run["wall_time_s"] if len(timed) == 2 else None
+
+
+def data_summary(run: dict[str, Any]) -> str:
+    """What a run's data is, short enough for the table, rendered from its provenance record (another dataset's
+    than the workload's own: real pixels of it); a run with no record read no prepared dataset: its data was drawn
+    from its seed (results/ keep its data_origin sentence)."""
+    record = run.get("data_provenance")
+    if record is None:
+        return DRAWN
+    summary = origin_summary(Provenance.model_validate(record))
+    return summary if WORKLOADS[run["workload"]].dataset == record["dataset"] else f"real pixels of {summary}"
 
 
 def compare(run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str, Any],
@@ -68,7 +82,7 @@ def compare(run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str
         "speedup_end_to_end": end_to_end_speedup(run, reference),
         "contended": run["contended"] or reference["contended"],
         **run["labels"],
-        "data_origin": origin_summary(run["data_origin"]),
+        "data_origin": data_summary(run),
     }
 
 

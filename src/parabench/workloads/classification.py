@@ -2,13 +2,15 @@
 
 from abc import abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
 from parabench.batch import Batch
+from parabench.data.provenance import Provenance
 from parabench.workloads.contract import WorkloadData
 
 
@@ -35,7 +37,8 @@ def hits(model: nn.Module, images: Tensor, labels: Tensor, to_inputs: Callable[[
 @dataclass(frozen=True)
 class LabelledImages(WorkloadData):
     """A classifier's data: uint8 images and labels to train on and to test on, scored by cross-entropy and
-    argmax accuracy. A workload says how images become model inputs, for training and for testing."""
+    argmax accuracy. A workload says how images become model inputs, for training and for testing. origin: the
+    data_origin sentence; provenance_record: the prepared dataset's record (None for images made otherwise)."""
 
     train_images: Tensor
     train_labels: Tensor
@@ -43,6 +46,7 @@ class LabelledImages(WorkloadData):
     test_labels: Tensor
     eval_batch_size: int
     origin: str
+    provenance_record: Provenance | None = field(default=None, kw_only=True)
 
     @property
     def train_units(self) -> int:
@@ -51,6 +55,10 @@ class LabelledImages(WorkloadData):
     @property
     def data_origin(self) -> str:
         return self.origin
+
+    @property
+    def provenance(self) -> dict[str, Any] | None:
+        return None if self.provenance_record is None else self.provenance_record.model_dump()
 
     def train_batch(self, epoch: int, indices: Tensor) -> Batch:
         return Batch(self.train_images[indices], self.train_labels[indices])

@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
@@ -77,6 +77,11 @@ class WorkloadData(ABC):
     @abstractmethod
     def data_origin(self) -> str:
         """Where the data came from and whether it is the full official set, in one sentence."""
+
+    @property
+    def provenance(self) -> dict[str, Any] | None:
+        """The prepared dataset's provenance record as plain data for results files; None when none was read."""
+        return None
 
     @abstractmethod
     def train_batch(self, epoch: int, indices: Tensor) -> Batch:

@@ -8,8 +8,7 @@ from pydantic import Field, model_validator
 from torch import Tensor, nn
 
 from parabench.batch import Batch
-from parabench.data import fashion_mnist
-from parabench.io import read_json
+from parabench.data.fashion_mnist import FASHION_MNIST
 from parabench.models.resnet import d2l_resnet18
 from parabench.workloads.classification import LabelledImages
 from parabench.workloads.contract import TrainSettings, Workload
@@ -71,17 +70,17 @@ class FashionMnist(Workload):
         return d2l_resnet18(NUM_CLASSES, in_channels=1, width=settings.width)
 
     def unit_shape(self, settings: FashionMnistSettings) -> tuple[int, ...]:
-        return (1, *fashion_mnist.IMAGE_SHAPE)
+        return FASHION_MNIST.image_shape
 
     def optimizer(self, groups: list[dict], settings: FashionMnistSettings) -> torch.optim.Optimizer:
         return torch.optim.SGD(groups, momentum=settings.momentum, weight_decay=settings.weight_decay)
 
     def open(self, prepared: Path | None, settings: FashionMnistSettings) -> FashionMnistData:
         assert prepared is not None
-        arrays = fashion_mnist.load_prepared(prepared)
-        images = {split: torch.from_numpy(arrays[f"{split}_images"]).unsqueeze(1) for split in ("train", "test")}
-        labels = {split: torch.from_numpy(arrays[f"{split}_labels"]).long() for split in ("train", "test")}
-        train_images, train_labels = fixed_subset(images["train"], labels["train"], settings.train_subset,
-                                                  settings.seed)
-        return FashionMnistData(train_images, train_labels, images["test"], labels["test"],
-                                settings.eval_batch_size, read_json(prepared / "meta.json")["data_origin"])
+        data = FASHION_MNIST.load_prepared(prepared)
+        train, test = data.splits["train"], data.splits["test"]
+        train_images, train_labels = fixed_subset(torch.from_numpy(train.images), torch.from_numpy(train.labels),
+                                                  settings.train_subset, settings.seed)
+        return FashionMnistData(train_images, train_labels, torch.from_numpy(test.images),
+                                torch.from_numpy(test.labels), settings.eval_batch_size,
+                                FASHION_MNIST.origin_sentence(data.provenance), provenance_record=data.provenance)

@@ -15,7 +15,7 @@ from pydantic import Field, field_validator, model_validator
 from torch import Tensor, nn
 
 from parabench.batch import Batch
-from parabench.data import hotdog
+from parabench.data.hotdog import HOTDOG
 from parabench.models.torchvision_resnet import HEAD, resnet18_blocks
 from parabench.workloads.classification import LabelledImages
 from parabench.workloads.contract import ParamGroup, TrainSettings, Workload
@@ -120,7 +120,9 @@ class Hotdog(Workload):
 
     def open(self, prepared: Path | None, settings: HotdogSettings) -> HotdogData:
         assert prepared is not None
-        data = hotdog.load_prepared(prepared)
-        return HotdogData(torch.from_numpy(data.train_images), torch.from_numpy(data.train_labels),
-                          torch.from_numpy(data.test_images), torch.from_numpy(data.test_labels),
-                          settings.eval_batch_size, data.data_origin, settings.image_size, settings.crop_scale)
+        data = HOTDOG.load_prepared(prepared)
+        train, test = data.splits["train"], data.splits["test"]
+        return HotdogData(torch.from_numpy(train.images), torch.from_numpy(train.labels),
+                          torch.from_numpy(test.images), torch.from_numpy(test.labels), settings.eval_batch_size,
+                          HOTDOG.origin_sentence(data.provenance), settings.image_size, settings.crop_scale,
+                          provenance_record=data.provenance)

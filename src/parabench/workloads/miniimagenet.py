@@ -6,9 +6,9 @@ that many per replica, the learning rate times the replicas). Episode i of epoch
 (seed, e, i), so replicas draw their own episodes from the indices the engine deals them.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any
 
 import torch
 from pydantic import Field, model_validator
@@ -16,10 +16,12 @@ from torch import Tensor, nn
 from tqdm import tqdm
 
 from parabench.batch import Batch
-from parabench.data import miniimagenet
 from parabench.data.episodes import EpisodeSampler, EpisodeShape
+from parabench.data.miniimagenet import MINIIMAGENET
+from parabench.data.prepared import SplitArrays
+from parabench.data.provenance import Provenance
 from parabench.errors import DataError
-from parabench.models.relation import relation_network
+from parabench.models.relation import Encoder, relation_network
 from parabench.workloads.contract import TrainSettings, Workload, WorkloadData
 from parabench.workloads.episodic import episode_accuracies, relation_loss
 from parabench.workloads.image_views import IMAGENET_MEAN, IMAGENET_STD
@@ -30,7 +32,7 @@ EVAL_STREAMS = {"val": 2**31, "test": 2**31 + 1}  # fixed episode streams, apart
 class MiniImagenetSettings(TrainSettings):
     """Episodes, the encoder, evaluation episodes and the learning-rate schedule, at one scale."""
 
-    encoder: Literal["conv4", "seed"]
+    encoder: Encoder
     width: Annotated[int, Field(ge=1)]  # conv4's channels (64 in the paper); the seed encoder needs 64
     n_way: Annotated[int, Field(ge=2)]
     n_shot: Annotated[int, Field(ge=1)]
@@ -66,7 +68,7 @@ def to_inputs(images: Tensor) -> Tensor:
     return (images.float().div_(255.0) - mean) / std
 
 
-def sampler(split: miniimagenet.PreparedSplit, shape: EpisodeShape, seed: int, name: str) -> EpisodeSampler:
+def sampler(split: SplitArrays, shape: EpisodeShape, seed: int, name: str) -> EpisodeSampler:
     """The split's episode sampler; a class too small for an episode is a DataError naming the fix."""
     try:
         return EpisodeSampler(split.labels, shape, seed)
@@ -85,10 +87,11 @@ class MiniImagenetData(WorkloadData):
     unit = "episode"
     epoch_split = "val"
 
-    splits: dict[str, miniimagenet.PreparedSplit]
+    splits: dict[str, SplitArrays]
     samplers: dict[str, EpisodeSampler]
     settings: MiniImagenetSettings
     origin: str
+    provenance_record: Provenance | None = field(default=None, kw_only=True)
 
     @property
     def train_units(self) -> int:
@@ -97,6 +100,10 @@ class MiniImagenetData(WorkloadData):
     @property
     def data_origin(self) -> str:
         return self.origin
+
+    @property
+    def provenance(self) -> dict[str, Any] | None:
+        return None if self.provenance_record is None else self.provenance_record.model_dump()
 
     def episodes(self, split: str, stream: int, indices: Tensor | list[int]) -> Batch:
         """Episodes of a split as a batch: images (E, N, 3, 84, 84) uint8 and query targets (E, Q)."""
@@ -145,7 +152,7 @@ class MiniImagenet(Workload):
         return relation_network(settings.n_way, settings.n_shot, settings.encoder, settings.width)
 
     def unit_shape(self, settings: MiniImagenetSettings) -> tuple[int, ...]:
-        return (settings.n_way * (settings.n_shot + settings.n_query), 3, *miniimagenet.IMAGE_SIZE)
+        return (settings.n_way * (settings.n_shot + settings.n_query), *MINIIMAGENET.image_shape)
 
     def optimizer(self, groups: list[dict], settings: MiniImagenetSettings) -> torch.optim.Optimizer:
         return torch.optim.Adam(groups)
@@ -158,11 +165,12 @@ class MiniImagenet(Workload):
 
     def open(self, prepared: Path | None, settings: MiniImagenetSettings) -> MiniImagenetData:
         assert prepared is not None
-        data = miniimagenet.load_prepared(prepared)
+        data = MINIIMAGENET.load_prepared(prepared)
         train_shape = EpisodeShape(settings.n_way, settings.n_shot, settings.n_query)
         eval_shape = EpisodeShape(settings.n_way, settings.n_shot, settings.eval_n_query)
         samplers = {
             split: sampler(data.splits[split], train_shape if split == "train" else eval_shape, settings.seed, split)
-            for split in miniimagenet.SPLITS
+            for split in MINIIMAGENET.splits
         }
-        return MiniImagenetData(data.splits, samplers, settings, data.data_origin)
+        return MiniImagenetData(data.splits, samplers, settings, MINIIMAGENET.origin_sentence(data.provenance),
+                                provenance_record=data.provenance)

@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 from torchvision.transforms import v2
 
-from parabench.data.origin import origin_source, origin_summary
+from parabench.data.provenance import origin_source
 from parabench.data.registry import DATASETS
 from parabench.errors import DataError
 from parabench.workloads.image_views import normalized
@@ -21,23 +21,25 @@ from parabench.workloads.timing_images import TimingImages
 def real_pixel_images(prepared: Path, units: int, image_size: int, num_classes: int, seed: int) -> TimingImages:
     """`units` training images of the dataset prepared in `prepared` (data/prepared/<dataset>), in an order drawn
     from `seed` (each image once before any repeats), as 3 x image_size x image_size inputs with random classes."""
-    dataset = prepared.name
-    if dataset not in DATASETS:
+    dataset = DATASETS.get(prepared.name)
+    if dataset is None:
         raise DataError(f"{prepared} is no prepared dataset's folder; the datasets are {', '.join(sorted(DATASETS))} "
                         "(each prepared in data/prepared/<dataset>).")
-    found = DATASETS[dataset].training_images(prepared)
-    if len(found.images) == 0:
-        raise DataError(f"{prepared} holds no training image; run `dvc repro prepare@{dataset}` again.")
+    found = dataset.load_prepared(prepared)
+    training_images = found.splits["train"].images
+    if len(training_images) == 0:
+        raise DataError(f"{prepared} holds no training image; run `dvc repro prepare@{dataset.name}` again.")
     generator = torch.Generator().manual_seed(seed)
-    order = torch.randperm(len(found.images), generator=generator)
+    order = torch.randperm(len(training_images), generator=generator)
     chosen = order.repeat(math.ceil(units / len(order)))[:units]
-    pixels = torch.from_numpy(found.images[chosen.numpy()])
+    pixels = torch.from_numpy(training_images[chosen.numpy()])
     if pixels.shape[1] == 1:
         pixels = pixels.expand(-1, 3, -1, -1)
     images = normalized(v2.functional.resize(pixels, [image_size, image_size], antialias=True))
     classes = torch.randint(0, num_classes, (units,), generator=generator)
     repeats = f", each used up to {math.ceil(units / len(order))} times" if units > len(order) else ""
-    origin = (f"real pixels: {units:,} training images of {origin_summary(found.data_origin)}, resized to "
-              f"3x{image_size}x{image_size}, with random classes among {num_classes:,} (images and classes chosen "
-              f"by seed {seed}{repeats}); {origin_source(found.data_origin)}")
-    return TimingImages(images, classes, num_classes, origin)
+    summary = dataset.origin_summary(found.provenance)
+    origin = (f"real pixels: {units:,} training images of {summary}, resized to 3x{image_size}x{image_size}, with "
+              f"random classes among {num_classes:,} (images and classes chosen by seed {seed}{repeats}); "
+              f"{origin_source(found.provenance)}")
+    return TimingImages(images, classes, num_classes, origin, provenance_record=found.provenance)

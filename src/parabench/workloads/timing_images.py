@@ -5,13 +5,15 @@ make the model work, and every unit's class is drawn from the run's seed, so eve
 trains on the same numbers.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
 from parabench.batch import Batch
+from parabench.data.provenance import Provenance
 from parabench.workloads.contract import WorkloadData
 
 NOT_APPLICABLE = "not applicable (synthetic data)"
@@ -19,12 +21,14 @@ NOT_APPLICABLE = "not applicable (synthetic data)"
 
 @dataclass(frozen=True)
 class TimingImages(WorkloadData):
-    """Model-ready float images, a class in [0, num_classes) for each, and where the images came from."""
+    """Model-ready float images, a class in [0, num_classes) for each, and where the images came from: the
+    data_origin sentence and, for a prepared dataset's pixels, its provenance record."""
 
     images: Tensor
     classes: Tensor
     num_classes: int
     origin: str
+    provenance_record: Provenance | None = field(default=None, kw_only=True)
 
     @property
     def train_units(self) -> int:
@@ -33,6 +37,10 @@ class TimingImages(WorkloadData):
     @property
     def data_origin(self) -> str:
         return self.origin
+
+    @property
+    def provenance(self) -> dict[str, Any] | None:
+        return None if self.provenance_record is None else self.provenance_record.model_dump()
 
     def train_batch(self, epoch: int, indices: Tensor) -> Batch:
         return Batch(self.images[indices], self.classes[indices])

@@ -1,11 +1,10 @@
-"""Read the split CSVs (filename,label) of the images layout, collecting every problem in their rows."""
+"""Read miniImageNet's split CSVs (filename,label; the images live in one folder), collecting every problem."""
 
 import csv
 from collections import Counter
 from pathlib import Path
 
-from parabench.data.miniimagenet.sources import IMAGES_DIR
-
+IMAGES_DIR = "images"
 CSV_HEADER = ["filename", "label"]
 WNID_LENGTH = 9
 
