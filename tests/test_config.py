@@ -137,17 +137,93 @@ def test_cut_strategies_need_two_devices(base_params, write_params, strategy):
 
 @pytest.mark.parametrize("strategy", ["pipeline", "single"])
 def test_split_size_larger_than_the_batch_whatever_the_strategy(base_params, write_params, strategy):
+    """The micro-batch must fit the batch (the global batch under weak scaling is only larger): params.yaml's rule,
+    named with the workload's entry, the batch it exceeds and the fix."""
     base_params["strategy"] = strategy
-    base_params["pipeline"]["split_size"] = 100000
-    with pytest.raises(ConfigError, match=r"pipeline\.split_size: 100000 is larger than "
-                                          r"scales\.fashion_mnist\.quick\.batch_size: 128"):
+    base_params["pipeline"]["split_size"]["fashion_mnist"] = 100000
+    with pytest.raises(ConfigError) as err:
         load_params(write_params(base_params))
+    assert str(err.value) == (
+        f"{write_params(base_params)} is invalid (1 problem):\n"
+        "  - pipeline.split_size.fashion_mnist: 100000 is larger than scales.fashion_mnist.quick.batch_size: 128, so "
+        "a micro-batch could never be filled (checked whatever the strategy, so that a later `-S strategy=pipeline` "
+        "does not fail); set it to at most 128\n"
+        f"Fix {write_params(base_params)} (or the -S override you passed to `dvc exp run`) and run again.")
+    base_params["pipeline"]["split_size"]["fashion_mnist"] = 128
+    base_params["pipeline"]["split_size"]["miniimagenet"] = 3
+    with pytest.raises(ConfigError, match=r"pipeline\.split_size\.miniimagenet: 3 is larger than "
+                                          r"scales\.miniimagenet\.quick\.batch_size: 2, .*set it to at most 2\n"):
+        load_params(write_params(base_params))
+
+
+def test_each_workload_gets_its_own_split_size(base_params, write_params):
+    params = load_params(write_params(base_params))
+    assert {name: params.pipeline.for_workload(name).split_size for name in params.inputs} == {
+        "fashion_mnist": 32, "miniimagenet": 1, "hotdog": 8, "resnet50": 8}
+    assert make_plan(params, "hotdog", "train").setup.pipeline.split_size == 8
 
 
 def test_split_size_below_one(base_params, write_params):
-    base_params["pipeline"]["split_size"] = 0
-    with pytest.raises(ConfigError, match=r"pipeline\.split_size: 0"):
+    base_params["pipeline"]["split_size"]["hotdog"] = 0
+    with pytest.raises(ConfigError, match=r"pipeline\.split_size\.hotdog: 0"):
         load_params(write_params(base_params))
+
+
+def test_split_size_names_every_workload_and_only_workloads(base_params, write_params):
+    del base_params["pipeline"]["split_size"]["resnet50"]
+    with pytest.raises(ConfigError, match=r"  - pipeline\.split_size: no entry for resnet50: every workload needs one "
+                                          r"\(its units per micro-batch, at most its batch_size\); add e\.g\. "
+                                          r"`resnet50: 1`\n"):
+        load_params(write_params(base_params))
+    base_params["pipeline"]["split_size"].update(resnet50=8, cifar10=4)
+    with pytest.raises(ConfigError, match=r"  - pipeline\.split_size: cifar10 names no workload; the workloads are "
+                                          r"fashion_mnist, miniimagenet, hotdog, resnet50\n"):
+        load_params(write_params(base_params))
+
+
+def test_the_old_split_size_spellings_are_refused_with_the_new_one(base_params, write_params):
+    """An int for every workload and `split_sizes` beside it were merged into one mapping: the error writes it out
+    with the values given."""
+    base_params["pipeline"].update(split_size=32, split_sizes={"miniimagenet": 1, "hotdog": 8, "resnet50": 8})
+    with pytest.raises(ConfigError) as err:
+        load_params(write_params(base_params))
+    assert ("  - pipeline.split_sizes: this key was merged into pipeline.split_size, which now holds one micro-batch "
+            "size per workload; write `split_size: {fashion_mnist: 32, miniimagenet: 1, hotdog: 8, resnet50: 8}` "
+            "under pipeline and delete split_sizes\n") in str(err.value)
+    del base_params["pipeline"]["split_sizes"]
+    with pytest.raises(ConfigError) as err:
+        load_params(write_params(base_params))
+    assert ("  - pipeline.split_size: 32 is one size for every workload, an old spelling: split_size now holds one "
+            "micro-batch size per workload; write `split_size: {fashion_mnist: 32, miniimagenet: 32, hotdog: 32, "
+            "resnet50: 32}` under pipeline (with dvc exp run: -S pipeline.split_size.<workload>=32)\n"
+            ) in str(err.value)
+    base_params["pipeline"].update(split_size={"fashion_mnist": 32}, split_sizes={"resnet50": 4})
+    with pytest.raises(ConfigError, match=r"write `split_size: \{fashion_mnist: 32, miniimagenet: <size>, hotdog: "
+                                          r"<size>, resnet50: 4\}`"):
+        load_params(write_params(base_params))
+
+
+@pytest.mark.parametrize(("key", "value", "expected"), [
+    ("encoder", "resnet", r"encoder: 'resnet' is not valid; choose one of: 'conv4' or 'seed'"),
+    ("n_way", 1, r"n_way: 1: Input should be greater than or equal to 2"),
+    ("n_shot", 0, r"n_shot: 0: Input should be greater than or equal to 1"),
+    ("n_query", 0, r"n_query: 0: Input should be greater than or equal to 1"),
+    ("eval_n_query", 0, r"eval_n_query: 0: Input should be greater than or equal to 1"),
+])
+def test_episode_shape_and_encoder_are_checked_by_the_schema(base_params, write_params, key, value, expected):
+    """The Relation Network and the episode sampler trust these: params.yaml's schema is their one check."""
+    base_params["scales"]["miniimagenet"]["quick"][key] = value
+    with pytest.raises(ConfigError, match=rf"scales\.miniimagenet\.quick\.{expected}"):
+        load_params(write_params(base_params))
+
+
+def test_the_seed_encoder_needs_width_64(base_params, write_params):
+    base_params["scales"]["miniimagenet"]["quick"].update(encoder="seed", width=32)
+    with pytest.raises(ConfigError, match=r"  - scales\.miniimagenet\.quick: encoder 'seed' has fixed layers "
+                                          r"\(11,285,569 parameters\): set width to 64, not 32\n"):
+        load_params(write_params(base_params))
+    base_params["scales"]["miniimagenet"]["quick"]["width"] = 64
+    assert load_params(write_params(base_params)).settings("miniimagenet").width == 64
 
 
 def test_unknown_schedule_lists_the_valid_ones(base_params, write_params):
@@ -226,7 +302,7 @@ def test_every_workload_reads_what_inputs_names(base_params, write_params):
      r"choose one of: src/parabench/workloads/random_images\.py \(random data drawn from the seed\), "
      r"data/prepared/fashion_mnist \(that dataset\), data/prepared/hotdog"),
     ("fashion_mnist", "data/prepared/hotdog", r"inputs\.fashion_mnist: 'data/prepared/hotdog' is not what "
-     r"fashion_mnist can read; choose one of: data/prepared/fashion_mnist \(that dataset\)\.$"),
+     r"fashion_mnist can read; choose one of: data/prepared/fashion_mnist \(that dataset\)\n"),
     ("hotdog", "../../etc", r"inputs\.hotdog: '\.\./\.\./etc' is not what hotdog can read"),
 ])
 def test_inputs_a_workload_cannot_read_are_refused_with_its_choices(base_params, write_params, workload, value,
@@ -238,7 +314,7 @@ def test_inputs_a_workload_cannot_read_are_refused_with_its_choices(base_params,
 
 def test_inputs_name_every_workload_and_only_workloads(base_params, write_params):
     del base_params["inputs"]["resnet50"]
-    with pytest.raises(ConfigError, match=r"inputs has no entry for resnet50: every workload needs one .* add e\.g\. "
+    with pytest.raises(ConfigError, match=r"inputs: no entry for resnet50: every workload needs one .* add e\.g\. "
                                           r"`resnet50: src/parabench/workloads/random_images\.py`"):
         load_params(write_params(base_params))
     base_params["inputs"].update(resnet50="src/parabench/workloads/random_images.py", cifar10="data/prepared/x")

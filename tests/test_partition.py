@@ -52,9 +52,10 @@ def test_split_costs_is_optimal_and_contiguous():
 
 
 def test_split_costs_one_group_per_item_and_too_many_groups():
+    """More groups than items is an internal error (the strategies' check refuses more stages than blocks first)."""
     assert split_costs([3.0, 1.0, 2.0], 3) == [1, 1, 1]
     assert split_costs([3.0, 1.0, 2.0], 1) == [3]
-    with pytest.raises(ValueError):
+    with pytest.raises(AssertionError, match="cannot split 3 costs into 4 non-empty groups"):
         split_costs([3.0, 1.0, 2.0], 4)
 
 

@@ -70,7 +70,7 @@ def make_project(tmp_path: Path) -> Path:
     params["scales"]["miniimagenet"]["tiny"] = TINY_EPISODES
     params["scales"]["hotdog"]["tiny"] = TINY_HOTDOG
     params["scales"]["resnet50"]["tiny"] = TINY_RESNET50
-    params["pipeline"]["split_sizes"]["resnet50"] = 2
+    params["pipeline"]["split_size"]["resnet50"] = 2
     for sweep in params["sweeps"].values():
         sweep.update(TINY_SWEEP)
         sweep["values"]["tiny"] = [2]
@@ -230,7 +230,7 @@ def test_repro_then_experiment(tmp_path):
     assert origin.startswith("real pixels: 4 training images of Fashion-MNIST SAMPLE"), origin
 
     # Strategies that ignore the pipeline options finish from their checkpoints when those options change.
-    resplit = run(project, "dvc", "exp", "run", "-S", "pipeline.split_size=16",
+    resplit = run(project, "dvc", "exp", "run", "-S", "pipeline.split_size.fashion_mnist=16",
                   "train@fashion_mnist", "reference@fashion_mnist")
     assert {"train@fashion_mnist", "reference@fashion_mnist"} <= stages_run(resplit)
     for role in ("train", "reference"):

@@ -12,7 +12,7 @@ from parabench.engine.cells import SweepPoint, sweep_cells
 from parabench.errors import ConfigError
 from parabench.report.sweep import write_sweep
 
-PARAM = "pipeline.split_sizes.resnet50"
+PARAM = "pipeline.split_size.resnet50"
 
 
 def ran(median: float, p25: float, p75: float, details: dict | None = None) -> dict:
@@ -39,7 +39,7 @@ def test_the_default_sweeps_time_every_value_per_curve_beside_the_references(bas
 
 def test_a_sweep_needs_values_for_the_scale(base_params, write_params):
     del base_params["sweeps"]["split_size"]["values"]["quick"]
-    with pytest.raises(ConfigError, match=r"sweeps.split_size.values has no list for scale 'quick'"):
+    with pytest.raises(ConfigError, match=r"  - sweeps\.split_size\.values: no list for scale 'quick'; add one"):
         load_params(write_params(base_params))
 
 
@@ -53,9 +53,10 @@ def test_one_list_of_values_serves_every_scale(base_params, write_params):
 
 def test_a_value_that_could_never_run_stops_before_any_cell(base_params, write_params):
     base_params["sweeps"]["split_size"]["values"] = [4, 16, 32]  # quick batch: 16
-    with pytest.raises(ConfigError, match=r"\(sweeps\.split_size, the cell \{'pipeline\.split_sizes\.resnet50': 32, "
-                                          r"'pipeline\.engine': 'inprocess'\}\): pipeline\.split_sizes\.resnet50: 32 "
-                                          r"is larger than scales\.resnet50\.quick\.batch_size: 16"):
+    with pytest.raises(ConfigError, match=r"\(sweeps\.split_size, the cell \{'pipeline\.split_size\.resnet50': 32, "
+                                          r"'pipeline\.engine': 'inprocess'\}\) is invalid \(1 problem\):\n"
+                                          r"  - pipeline\.split_size\.resnet50: 32 is larger than "
+                                          r"scales\.resnet50\.quick\.batch_size: 16"):
         load_params(write_params(base_params))
     base_params["sweeps"]["split_size"]["values"] = [4]
     base_params["sweeps"]["split_size"]["curves"]["inprocess"] = {"pipeline.shedule": "1f1b"}
@@ -76,9 +77,20 @@ def test_a_sweep_reads_the_inputs_it_names(base_params, write_params):
         load_params(write_params(base_params))
 
 
-def test_sweeping_a_shadowed_split_size_is_refused(base_params, write_params):
+def test_sweeping_every_workload_s_split_size_at_once_is_refused(base_params, write_params):
+    """A sweep varies its workload's entry (pipeline.split_size.resnet50): one int for all is the old spelling."""
     base_params["sweeps"]["split_size"]["param"] = "pipeline.split_size"
-    with pytest.raises(ConfigError, match=r"pipeline.split_sizes.resnet50 entry takes precedence; sweep "):
+    with pytest.raises(ConfigError, match=r"\(sweeps\.split_size, the cell \{'pipeline\.split_size': 1, .*\n"
+                                          r"  - pipeline\.split_size: 1 is one size for every workload, an old "
+                                          r"spelling: .*-S pipeline\.split_size\.<workload>=1\)"):
+        load_params(write_params(base_params))
+
+
+def test_a_sweep_of_the_old_split_sizes_key_is_refused_with_the_new_one(base_params, write_params):
+    base_params["sweeps"]["split_size"]["param"] = "pipeline.split_sizes.resnet50"
+    with pytest.raises(ConfigError, match=r"  - sweeps\.split_size\.param: 'pipeline\.split_sizes\.resnet50': "
+                                          r"pipeline\.split_sizes was merged into pipeline\.split_size \(one entry per "
+                                          r"workload\); write `param: pipeline\.split_size\.resnet50`\n"):
         load_params(write_params(base_params))
 
 
@@ -111,8 +123,8 @@ def test_a_sweep_writes_each_curve_and_picks_its_fastest_value(base_params, writ
     full = json.loads((tmp_path / "results/sweep/toy.json").read_text())
     assert full["curves"]["gpipe"]["speedup_vs_model_parallel"] is None
     assert full["reference_lines"]["model_parallel"] == {"skipped": "needs 2 devices\nmore"}
-    assert full["skipped"] == ["model_parallel pipeline.split_sizes.resnet50=None skipped: needs 2 devices",
-                               "1f1b pipeline.split_sizes.resnet50=4 skipped: 1f1b needs micro-batches"]
+    assert full["skipped"] == ["model_parallel pipeline.split_size.resnet50=None skipped: needs 2 devices",
+                               "1f1b pipeline.split_size.resnet50=4 skipped: 1f1b needs micro-batches"]
     assert "note" not in full["curves"]["gpipe"], "a distributed curve can overlap its stages"
     assert (tmp_path / "plots/figures/sweep-toy.png").stat().st_size > 10_000
 
@@ -140,6 +152,6 @@ def test_a_sweep_that_cannot_run_on_this_hardware_records_why_and_still_writes_i
     assert pd.read_csv(tmp_path / "plots/sweep/toy/inprocess.csv").empty
     full = json.loads((tmp_path / "results/sweep/toy.json").read_text())
     assert full["curves"]["inprocess"] == {"status": "skipped"}
-    assert full["skipped"][-1] == ("inprocess pipeline.split_sizes.resnet50=3 skipped: pipeline cuts the model into "
+    assert full["skipped"][-1] == ("inprocess pipeline.split_size.resnet50=3 skipped: pipeline cuts the model into "
                                    "one stage per device and needs at least 2")
     assert (tmp_path / "plots/figures/sweep-toy.png").exists()

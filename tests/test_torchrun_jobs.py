@@ -76,11 +76,11 @@ def make_project(folder: Path, max_restarts: int = 0, timeout_s: float = 60, pre
     params["scales"]["miniimagenet"]["tiny"] = TINY_EPISODES
     params["scales"]["hotdog"]["tiny"] = TINY_HOTDOG
     params["scales"]["resnet50"]["tiny"] = TINY_RESNET50
-    params["pipeline"]["split_sizes"]["resnet50"] = 2
+    params["pipeline"]["split_size"].update(fashion_mnist=8, resnet50=2)  # fashion_mnist: 4 micro-batches of 32
     for sweep in params["sweeps"].values():
         sweep.update(TINY_SWEEP, values={"tiny": [2]})
     params.update(scale="tiny", strategy=strategy)
-    params["pipeline"].update(engine=engine, split_size=8)  # pipeline: 4 micro-batches of the tiny batch of 32
+    params["pipeline"]["engine"] = engine
     params["hardware"].update(accelerator="cpu", devices=2 // nodes, threads=1, max_restarts=max_restarts,
                               timeout_s=timeout_s, nodes=nodes, join_timeout_s=join_timeout_s,
                               rendezvous=f"127.0.0.1:{free_port()}" if nodes > 1 else None)

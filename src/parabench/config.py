@@ -2,20 +2,21 @@
 
 import copy
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
 from parabench.data.registry import DATASETS
 from parabench.data.source import DataSource
 from parabench.errors import ConfigError
-from parabench.inputs import check_input_choice, check_inputs, input_choices
-from parabench.params_problems import explain, non_finite_keys
+from parabench.params_problems import SettingProblem, explain, non_finite_keys
+from parabench.paths import prepared_dir
 from parabench.runtime.hardware import Hardware
 from parabench.strategies import STRATEGIES
-from parabench.strategies.options import PartitionOptions, PipelineOptions
+from parabench.strategies.options import PartitionOptions, PipelineEngine, PipelineOptions, PipelineSchedule
 from parabench.workloads import WORKLOADS, TrainSettings
 
 PARAMS_FILE = Path("params.yaml")
@@ -35,26 +36,53 @@ class Reference(Strict):
     strategy: Literal[STRATEGY_NAMES]  # type: ignore[valid-type]
 
 
-class PipelineParams(PipelineOptions):
-    """params.yaml's `pipeline`: the pipeline options, with micro-batch sizes that some workloads set for themselves.
+class PipelineParams(Strict):
+    """params.yaml's `pipeline`: the engine, the schedule, and each workload's micro-batch size in its own units (a
+    sample, or a few-shot episode of dozens of images)."""
 
-    split_size counts units: a few-shot episode holds dozens of images, so `split_sizes` may give it its own.
-    """
+    engine: PipelineEngine
+    split_size: dict[str, Annotated[int, Field(ge=1)]]  # workload -> units per micro-batch, one entry per workload
+    schedule: PipelineSchedule
 
-    split_sizes: dict[str, Annotated[int, Field(ge=1)]]
-
-    @field_validator("split_sizes")
+    @model_validator(mode="before")
     @classmethod
-    def _known_workloads(cls, value: dict[str, int]) -> dict[str, int]:
-        unknown = sorted(set(value) - set(WORKLOADS))
-        if unknown:
-            raise ValueError(f"names no workload: {', '.join(unknown)}; the workloads are {', '.join(WORKLOADS)}")
-        return value
+    def _refuse_the_old_spellings(cls, raw: Any) -> Any:
+        """An int `split_size` (one size for every workload) and `split_sizes` (per-workload sizes beside it) were
+        merged into one mapping: refused, with the mapping they make written out."""
+        if not isinstance(raw, dict):
+            return raw
+        shared = raw.get("split_size")
+        if "split_sizes" in raw:
+            raise SettingProblem("split_sizes", "this key was merged into pipeline.split_size, which now holds one "
+                                 "micro-batch size per workload; write `split_size: "
+                                 f"{_merged_spelling(shared, raw['split_sizes'])}` under pipeline and delete "
+                                 "split_sizes")
+        if isinstance(shared, int) and not isinstance(shared, bool):
+            raise SettingProblem("split_size", f"{shared} is one size for every workload, an old spelling: "
+                                 "split_size now holds one micro-batch size per workload; write `split_size: "
+                                 f"{_merged_spelling(shared, {})}` under pipeline (with dvc exp run: "
+                                 f"-S pipeline.split_size.<workload>={shared})")
+        return raw
+
+    @field_validator("split_size")
+    @classmethod
+    def _every_workload_once(cls, sizes: dict[str, int]) -> dict[str, int]:
+        """One micro-batch size for each workload, and only for workloads."""
+        check_every_workload_once(sizes, "its units per micro-batch, at most its batch_size", lambda workload: "1")
+        return sizes
 
     def for_workload(self, workload: str) -> PipelineOptions:
-        """The options a workload's pipeline runs with."""
-        return PipelineOptions(engine=self.engine, split_size=self.split_sizes.get(workload, self.split_size),
-                               schedule=self.schedule)
+        """The options a workload's pipeline runs with: the engine, the schedule and its own micro-batch size."""
+        return PipelineOptions(engine=self.engine, split_size=self.split_size[workload], schedule=self.schedule)
+
+
+def _merged_spelling(shared: Any, own: Any) -> str:
+    """The mapping the old keys' values make, in YAML's flow style: `shared` (an int, or already a mapping) for every
+    workload, `own` (the old split_sizes) where it has an entry; <size> where neither gives one."""
+    entries: dict[str, Any] = {name: "<size>" for name in WORKLOADS}
+    entries.update(shared if isinstance(shared, dict) else {} if shared is None else dict.fromkeys(WORKLOADS, shared))
+    entries.update(own if isinstance(own, dict) else {})
+    return "{" + ", ".join(f"{name}: {size}" for name, size in entries.items()) + "}"
 
 
 class BenchmarkOptions(Strict):
@@ -84,12 +112,21 @@ class Sweep(Strict):
     workload: Literal[WORKLOAD_NAMES]  # type: ignore[valid-type]
     strategy: Literal[STRATEGY_NAMES]  # type: ignore[valid-type]
     inputs: str  # what its cells read, as params.yaml `inputs` says for a workload (the stage's DVC dependency)
-    param: str  # a dotted params.yaml key, e.g. pipeline.split_sizes.resnet50
+    param: str  # a dotted params.yaml key, e.g. pipeline.split_size.resnet50
     values: Values | dict[str, Values]  # the values to time, at every scale or per scale
     curves: Annotated[dict[str, dict[str, Any]], Field(min_length=1)]  # curve name -> its overrides (dotted keys)
     rounds: Annotated[int, Field(ge=1)]  # each round times every cell once, in rotating order
     warmup_steps: Annotated[int, Field(ge=0)]  # steps per run left out of the timing
     timed_steps: Annotated[int, Field(ge=1)]  # timed steps per run
+
+    @field_validator("param")
+    @classmethod
+    def _not_an_old_spelling(cls, param: str) -> str:
+        """pipeline.split_sizes.<workload> was merged into pipeline.split_size.<workload>: refused, naming the key."""
+        if param.startswith("pipeline.split_sizes."):
+            raise ValueError("pipeline.split_sizes was merged into pipeline.split_size (one entry per workload); "
+                             f"write `param: {param.replace('split_sizes', 'split_size', 1)}`")
+        return param
 
     @field_validator("curves")
     @classmethod
@@ -98,6 +135,14 @@ class Sweep(Strict):
             if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
                 raise ValueError(f"curve name {name!r} becomes a file name: use letters, digits, '_', '.', '-'")
         return value
+
+    @model_validator(mode="after")
+    def _inputs_its_workload_reads(self) -> "Sweep":
+        """The sweep's `inputs` is what its workload can read."""
+        problem = unreadable(self.workload, self.inputs)
+        if problem:
+            raise SettingProblem("inputs", problem)
+        return self
 
     def values_at(self, scale: str) -> list[Any] | None:
         """The values timed at `scale` (None when they are given per scale and this one has no list)."""
@@ -137,6 +182,42 @@ class Params(Strict):
     inputs: dict[str, str]  # workload -> what its stages read besides the code (dvc.yaml's foreach over workloads)
     sweeps: dict[str, Sweep]
 
+    @field_validator("inputs")
+    @classmethod
+    def _every_workload_reads_what_it_can(cls, inputs: dict[str, str]) -> dict[str, str]:
+        """One entry for each workload, and only for workloads; each names what its workload can read."""
+        check_every_workload_once(inputs, "dvc.yaml runs the workloads listed there",
+                                  lambda workload: next(iter(input_choices(workload))))
+        for workload, value in inputs.items():
+            problem = unreadable(workload, value)
+            if problem:
+                raise SettingProblem(workload, problem)
+        return inputs
+
+    @model_validator(mode="after")
+    def _scales_and_micro_batches_fit(self) -> "Params":
+        """The chosen scale exists for every workload and every sweep; each workload's micro-batch fits its batch
+        (checked whatever the strategy, so that a later `-S strategy=pipeline` does not fail; under weak scaling the
+        global batch only grows)."""
+        for workload in WORKLOADS:
+            by_scale = getattr(self.scales, workload)
+            if self.scale not in by_scale:
+                raise SettingProblem("scale", f"{self.scale!r} is not defined for workload {workload!r}; choose one "
+                                     f"of: {', '.join(sorted(by_scale))} (keys of scales.{workload})")
+            split_size, batch_size = self.pipeline.split_size[workload], self.settings(workload).batch_size
+            if split_size > batch_size:
+                raise SettingProblem(f"pipeline.split_size.{workload}",
+                                     f"{split_size} is larger than scales.{workload}.{self.scale}.batch_size: "
+                                     f"{batch_size}, so a micro-batch could never be filled (checked whatever the "
+                                     "strategy, so that a later `-S strategy=pipeline` does not fail); set it to at "
+                                     f"most {batch_size}")
+        for name, sweep in self.sweeps.items():
+            if sweep.values_at(self.scale) is None:
+                raise SettingProblem(f"sweeps.{name}.values", f"no list for scale {self.scale!r}; add one, give one "
+                                     "list for every scale, or choose a scale among "
+                                     f"{', '.join(sorted(sweep.values))}")
+        return self
+
     def settings(self, workload: str) -> TrainSettings:
         """The hyper-parameters of `workload` at the chosen scale."""
         return getattr(self.scales, workload)[self.scale]
@@ -148,6 +229,38 @@ class Params(Strict):
     def data_source(self, dataset: str) -> DataSource:
         """A dataset's params section: where it comes from (`download` or a local folder), and its options."""
         return getattr(self.data, dataset)
+
+
+def check_every_workload_once(entries: dict[str, Any], why: str, example: Callable[[str], str]) -> None:
+    """A per-workload mapping names each workload and only workloads (`why` every workload needs an entry; `example`:
+    a value to suggest for a missing one)."""
+    unknown, missing = [name for name in entries if name not in WORKLOADS], [n for n in WORKLOADS if n not in entries]
+    if unknown:
+        raise ValueError(f"{', '.join(unknown)} names no workload; the workloads are {', '.join(WORKLOADS)}")
+    if missing:
+        raise ValueError(f"no entry for {', '.join(missing)}: every workload needs one ({why}); add e.g. "
+                         f"`{missing[0]}: {example(missing[0])}`")
+
+
+def input_choices(workload: str) -> dict[str, str | None]:
+    """What a workload's stages may read (params.yaml `inputs`): path -> the prepared dataset, or None for the file
+    that draws a synthetic workload's data. A dataset's workload reads its own; a synthetic one reads its random
+    data, or any prepared dataset's training images (real pixels)."""
+    own, generator_file = WORKLOADS[workload].dataset, WORKLOADS[workload].generator_file
+    if own is not None:
+        return {prepared_dir(own).as_posix(): own}
+    drawn: dict[str, str | None] = {} if generator_file is None else {generator_file: None}
+    return {**drawn, **{prepared_dir(dataset).as_posix(): dataset for dataset in sorted(DATASETS)}}
+
+
+def unreadable(workload: str, value: str) -> str | None:
+    """Why `workload` cannot read `value` (an `inputs` entry), with its choices; None when it can."""
+    choices = input_choices(workload)
+    if value in choices:
+        return None
+    described = [f"{choice} ({'that dataset' if dataset else 'random data drawn from the seed'})"
+                 for choice, dataset in choices.items()]
+    return f"{value!r} is not what {workload} can read; choose one of: {', '.join(described)}"
 
 
 def load_params(path: Path = PARAMS_FILE) -> Params:
@@ -183,12 +296,11 @@ def validate_params(raw: dict[str, Any], where: str) -> Params:
         params = Params.model_validate(raw, strict=True)  # strict: YAML's true is not 1, 1.5 is not a whole number
     except ValidationError as err:
         raise ConfigError(explain(where, err, Params)) from None
-    _check_cross_fields(where, params)
     return params
 
 
 def with_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    """A copy of plain params values with dotted keys replaced, e.g. {"pipeline.split_size": 12}."""
+    """A copy of plain params values with dotted keys replaced, e.g. {"pipeline.split_size.resnet50": 12}."""
     changed = copy.deepcopy(raw)
     for dotted, value in overrides.items():
         *parents, leaf = dotted.split(".")
@@ -205,40 +317,6 @@ def with_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str, 
 def sweep_params(raw: dict[str, Any], sweep: Sweep) -> dict[str, Any]:
     """Plain params values as a sweep's cells see them: its workload reading the sweep's own inputs."""
     return with_overrides(raw, {f"inputs.{sweep.workload}": sweep.inputs})
-
-
-def _check_cross_fields(path: str, params: Params) -> None:
-    for workload in WORKLOADS:
-        by_scale = getattr(params.scales, workload)
-        if params.scale not in by_scale:
-            raise ConfigError(
-                f"{path}: scale: {params.scale!r} is not defined for workload {workload!r}; "
-                f"choose one of: {', '.join(sorted(by_scale))} (keys of scales.{workload})."
-            )
-        split_size, batch_size = params.pipeline.for_workload(workload).split_size, params.settings(workload).batch_size
-        if split_size > batch_size:
-            own = workload in params.pipeline.split_sizes
-            key = f"pipeline.split_sizes.{workload}" if own else "pipeline.split_size"
-            raise ConfigError(
-                f"{path}: {key}: {split_size} is larger than scales.{workload}.{params.scale}.batch_size: "
-                f"{batch_size}, "
-                f"so a micro-batch could never be filled (checked whatever the strategy, so that a later "
-                f"`-S strategy=pipeline` does not fail); set {key} to at most {batch_size}."
-            )
-    check_inputs(path, params.inputs)
-    for name, sweep in params.sweeps.items():
-        if sweep.values_at(params.scale) is None:
-            raise ConfigError(
-                f"{path}: sweeps.{name}.values has no list for scale {params.scale!r}; add one, give one list for "
-                f"every scale, or choose a scale among {', '.join(sorted(sweep.values))}."
-            )
-        check_input_choice(path, f"sweeps.{name}.inputs", sweep.workload, sweep.inputs)
-        if sweep.param == "pipeline.split_size" and sweep.workload in params.pipeline.split_sizes:
-            raise ConfigError(
-                f"{path}: sweeps.{name}.param: pipeline.split_size does not reach {sweep.workload}, whose "
-                f"pipeline.split_sizes.{sweep.workload} entry takes precedence; sweep "
-                f"pipeline.split_sizes.{sweep.workload} instead."
-            )
 
 
 def _check_sweep_cells(path: str, raw: dict[str, Any], name: str, sweep: Sweep, scale: str) -> None:

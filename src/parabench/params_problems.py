@@ -7,6 +7,16 @@ from typing import Annotated, Any, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 
+class SettingProblem(ValueError):
+    """What a validator of a section (or of the whole file) found wrong with one key below it: `key`, dotted from
+    that section, and the rest of the sentence (the value, the valid choices, the fix)."""
+
+    def __init__(self, key: str, problem: str):
+        super().__init__(f"{key}: {problem}")
+        self.key = key
+        self.problem = problem
+
+
 def non_finite_keys(raw: Any, prefix: str = "") -> list[str]:
     """Dotted keys whose value is inf or nan: no setting of the project takes one (YAML's .inf, .nan)."""
     if isinstance(raw, dict):
@@ -42,8 +52,10 @@ def explain(where: str, err: ValidationError, model: type[BaseModel]) -> str:
     count = err.error_count()
     lines = [f"{where} is invalid ({count} problem{'s' if count > 1 else ''}):"]
     for problem in err.errors():
-        key = ".".join(str(part) for part in problem["loc"])
-        lines.append(f"  - {key}: {describe(problem, model)}")
+        found = problem.get("ctx", {}).get("error")
+        located = isinstance(found, SettingProblem)
+        key = ".".join([*(str(part) for part in problem["loc"]), *([found.key] if located else [])])
+        lines.append(f"  - {key}: {found.problem if located else describe(problem, model)}")
     lines.append(f"Fix {where} (or the -S override you passed to `dvc exp run`) and run again.")
     return "\n".join(lines)
 
@@ -62,7 +74,8 @@ def describe(problem: dict[str, Any], model: type[BaseModel]) -> str:
         wanted = {"int_type": "a whole number", "float_type": "a number", "bool_type": "true or false",
                   "string_type": "a string", "list_type": "a list", "dict_type": "a mapping"}[kind]
         return f"{given!r} ({type(given).__name__}) is not {wanted}; write {wanted} (a boolean is not a number)"
-    return f"{given!r}: {problem['msg'].removeprefix('Value error, ')}"
+    message = problem["msg"].removeprefix("Value error, ")
+    return message if isinstance(given, dict) else f"{given!r}: {message}"  # a section's rule names its own keys
 
 
 def _unknown_key(name: str, given: Any, valid: list[str]) -> str:

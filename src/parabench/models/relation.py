@@ -34,8 +34,7 @@ import torch
 from torch import Tensor, nn
 from torchvision.models.resnet import Bottleneck
 
-Encoder = Literal["conv4", "seed"]
-ENCODERS: tuple[Encoder, ...] = ("conv4", "seed")
+Encoder = Literal["conv4", "seed"]  # the choices of params.yaml's scales.miniimagenet.<scale>.encoder
 
 SEED_PARAMETER_COUNT = 11_285_569
 """The parameter count seed 000 prints for its model ("共计 11,285,569 个参数")."""
@@ -73,11 +72,8 @@ class PairWithWays(nn.Module):
         episodes, images = x.shape[0], x.shape[1]
         support_size = self.n_way * self.n_shot
         queries = images - support_size
-        if queries < 1:
-            raise ValueError(
-                f"an episode of {images} images has no queries after its {self.n_way}-way {self.n_shot}-shot "
-                f"support set of {support_size} images"
-            )
+        assert queries >= 1, (f"an episode of {images} images has no queries after its {self.n_way}-way "
+                              f"{self.n_shot}-shot support set of {support_size} images")
         feature_shape = x.shape[2:]
         ways = x[:, :support_size].unflatten(1, (self.n_way, self.n_shot)).sum(dim=2)  # (E, W, C, H, W)
         query = x[:, support_size:]  # (E, Q, C, H, W)
@@ -102,14 +98,6 @@ class RelationScores(nn.Module):
 
     def extra_repr(self) -> str:
         return f"n_way={self.n_way}"
-
-
-def _check(n_way: int, n_shot: int, encoder: str) -> None:
-    for name, value in (("n_way", n_way), ("n_shot", n_shot)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    if encoder not in ENCODERS:
-        raise ValueError(f"unknown Relation Network encoder {encoder!r}; choose one of {', '.join(ENCODERS)}")
 
 
 # --------------------------------------------------------------------------------------------------- conv4
@@ -261,7 +249,9 @@ def _seed(n_way: int, n_shot: int) -> nn.Sequential:
 def relation_network(n_way: int, n_shot: int, encoder: Encoder, width: int = 64) -> nn.Sequential:
     """Build a Relation Network for ``n_way``-way ``n_shot``-shot episodes as an ``nn.Sequential`` of blocks.
 
-    ``width`` is conv4's channel count (64 in the paper); the seed encoder's layers are fixed, so it must be 64.
+    ``width`` is conv4's channel count (64 in the paper); the seed encoder's layers are fixed at 64. The arguments
+    are params.yaml's, which its schema has checked (``MiniImagenetSettings``: ``n_way`` >= 2, ``n_shot`` >= 1, the
+    encoder's name, width 64 for ``seed``).
 
     The number of queries is not fixed: it is whatever follows the support set in dim 1 of the input.
     Initialisation draws from torch's global RNG only (the engine seeds it before building).
@@ -293,11 +283,9 @@ def relation_network(n_way: int, n_shot: int, encoder: Encoder, width: int = 64)
       torch's defaults in layer4, layer5 and the head; the seed also draws a dummy ``torch.rand(2, 3, 224, 224)``
       between the two, which is not reproduced (the weights' distribution is the same, not the exact draws).
     """
-    _check(n_way, n_shot, encoder)
     if encoder == "conv4":
         return _conv4(n_way, n_shot, feature_dim=width)
-    if width != 64:
-        raise ValueError(f"the seed encoder's layers are fixed (11,285,569 parameters); width must be 64, got {width}")
+    assert encoder == "seed" and width == 64, f"checked by the settings: encoder {encoder!r}, width {width}"
     return _seed(n_way, n_shot)
 
 

@@ -4,6 +4,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+PipelineEngine = Literal["inprocess", "distributed"]  # one process drives every stage | one process per stage
+PipelineSchedule = Literal["gpipe", "1f1b"]  # the distributed engine's schedule
+
 
 class PartitionOptions(BaseModel):
     """model_parallel and pipeline: into how many stages the model's ordered blocks are cut (one device each), and
@@ -16,10 +19,11 @@ class PartitionOptions(BaseModel):
 
 
 class PipelineOptions(BaseModel):
-    """pipeline: the engine, the micro-batch size and (distributed engine) the schedule."""
+    """pipeline, as one workload's run reads it: the engine, its micro-batch size (params.yaml's
+    pipeline.split_size entry for the workload) and (distributed engine) the schedule."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    engine: Literal["inprocess", "distributed"]
+    engine: PipelineEngine
     split_size: Annotated[int, Field(ge=1)]
-    schedule: Literal["gpipe", "1f1b"]
+    schedule: PipelineSchedule

@@ -11,7 +11,6 @@ from itertools import accumulate
 import torch
 from torch import Tensor, nn
 
-from parabench.errors import ConfigError
 from parabench.runtime.collectives import synchronize
 
 TIMING_REPEATS = 5
@@ -21,10 +20,10 @@ def split_costs(costs: Sequence[float], n: int) -> list[int]:
     """Sizes of `n` contiguous, non-empty groups of `costs` whose largest group sum is as small as possible.
 
     Exact dynamic programme over (groups, leading items): best[k][j] is the smallest possible largest
-    group when the first j items form k groups.
+    group when the first j items form k groups. No more groups than items: the strategies' check refuses more stages
+    than blocks (stage_devices.check_stages) before any cut.
     """
-    if not 1 <= n <= len(costs):
-        raise ValueError(f"cannot split {len(costs)} costs into {n} non-empty groups")
+    assert 1 <= n <= len(costs), f"cannot split {len(costs)} costs into {n} non-empty groups"
     prefix = list(accumulate(costs, initial=0))
     items = len(costs)
     best = [[float("inf")] * (items + 1) for _ in range(n + 1)]
@@ -98,33 +97,19 @@ class StageCut:
                 "stage_time_share": [round(share, 4) for share in self.stage_time_share]}
 
 
-def check_documented_cut(documented: Sequence[int] | None, stages: int) -> None:
-    """partition.balance `seed` needs the workload's documented cut, into as many stages as the run has."""
-    if documented is None:
-        raise ConfigError(
-            "partition.balance: 'seed' cuts the model where its seed document does, but this workload's seed gives "
-            "no cut; set partition.balance to time or parameters."
-        )
-    if len(documented) != stages:
-        raise ConfigError(
-            f"partition.balance: 'seed' is the seed document's cut {list(documented)} ({len(documented)} stages), "
-            f"but this run cuts the model into {stages} stages; set partition.stages to {len(documented)} (with at "
-            "least as many devices), or partition.balance to time or parameters."
-        )
-
-
 def choose_cut(model: nn.Sequential, balance: str, stages: int, sample_inputs: Tensor,
                documented: Sequence[int] | None = None) -> StageCut:
     """Cut by `balance` into `stages` stages, timing every block on the sample: `time` makes the slowest stage's
-    forward+backward time smallest, `parameters` the largest stage's parameter count, `seed` is the documented cut."""
+    forward+backward time smallest, `parameters` the largest stage's parameter count, `seed` is the documented cut
+    (stage_devices.check_stages has checked that there is one, into `stages` stages)."""
     times = block_times(model, sample_inputs)
     if balance == "time":
         sizes = split_costs(times, stages)
     elif balance == "parameters":
         sizes = balance_by_parameters(model, stages)
     else:
-        check_documented_cut(documented, stages)
-        sizes = list(documented)  # type: ignore[arg-type]
+        assert documented is not None and len(documented) == stages, "checked by stage_devices.check_stages"
+        sizes = list(documented)
     starts = list(accumulate(sizes, initial=0))
     stage_times = [sum(times[start:start + size]) for start, size in zip(starts, sizes)]
     return StageCut(sizes, balance, [stage / sum(stage_times) for stage in stage_times])

@@ -1,4 +1,5 @@
-"""`pipeline`: the model parallel stages fed micro-batches of pipeline.split_size, in one process or one per stage.
+"""`pipeline`: model parallel stages fed micro-batches (the workload's pipeline.split_size), in one process or one per
+stage.
 
 engine inprocess: the tutorial's pipelining; one process drives every stage, and while micro-batch i runs
 on stage k, micro-batch i+1 runs on stage k-1 (on CUDA the devices overlap through asynchronous kernels).
@@ -146,30 +147,26 @@ def apply(model: nn.Sequential, process: Process, setup: StrategySetup) -> Paral
 
 
 def check(setup: StrategySetup, global_batch: int) -> None:
-    """Stages need devices; micro-batches need a batch to split, equal ones for the distributed schedules."""
+    """Stages need devices; the distributed schedules need equal micro-batches of the global batch (the machine's:
+    under weak scaling it grows with the replicas), and 1F1B at least one per stage. That a micro-batch fits the
+    batch at all is params.yaml's rule (config.Params)."""
     check_stages("pipeline", setup, spanned_nodes(setup))
     split_size, stages = setup.pipeline.split_size, stage_count(setup, spanned_nodes(setup))
-    if split_size > global_batch:
-        raise ConfigError(
-            f"pipeline.split_size: {split_size} is larger than the global batch of {global_batch} units, so "
-            f"there is nothing to pipeline; set pipeline.split_size (or the workload's pipeline.split_sizes entry) "
-            f"to at most {global_batch}."
-        )
     if setup.pipeline.engine != "distributed":
         return
     if global_batch % split_size:
         divisor = max(d for d in range(1, split_size + 1) if global_batch % d == 0)
         raise ConfigError(
             f"pipeline.split_size: {split_size} does not divide the global batch of {global_batch} units, but "
-            f"the distributed engine's schedules need equal micro-batches; set pipeline.split_size to a divisor "
-            f"of {global_batch} (e.g. {divisor}) or use pipeline.engine: inprocess."
+            f"the distributed engine's schedules need equal micro-batches; set the workload's pipeline.split_size "
+            f"entry to a divisor of {global_batch} (e.g. {divisor}) or use pipeline.engine: inprocess."
         )
     if setup.pipeline.schedule == "1f1b" and global_batch // split_size < stages:
         raise ConfigError(
             f"pipeline.schedule: '1f1b' needs at least as many micro-batches as stages, but the global batch of "
             f"{global_batch} in micro-batches of pipeline.split_size {split_size} makes "
-            f"{global_batch // split_size} for {stages} stages; set pipeline.split_size to at most "
-            f"{global_batch // stages} or pipeline.schedule to gpipe."
+            f"{global_batch // split_size} for {stages} stages; set the workload's pipeline.split_size entry to at "
+            f"most {global_batch // stages} or pipeline.schedule to gpipe."
         )
 
 

@@ -1,10 +1,11 @@
 """How many stages a cut model has and which device each uses: one GPU per stage on CUDA, virtual devices on the CPU."""
 
+from collections.abc import Sequence
+
 import torch
 
 from parabench.errors import ConfigError
 from parabench.strategies.base import StrategySetup
-from parabench.strategies.partition import check_documented_cut
 
 
 def stage_count(setup: StrategySetup, nodes: int = 1) -> int:
@@ -56,3 +57,18 @@ def check_stages(name: str, setup: StrategySetup, nodes: int = 1) -> None:
         )
     if setup.partition.balance == "seed":
         check_documented_cut(setup.documented_cut, stages)
+
+
+def check_documented_cut(documented: Sequence[int] | None, stages: int) -> None:
+    """partition.balance `seed` needs the workload's documented cut, into as many stages as the run has."""
+    if documented is None:
+        raise ConfigError(
+            "partition.balance: 'seed' cuts the model where its seed document does, but this workload's seed gives "
+            "no cut; set partition.balance to time or parameters."
+        )
+    if len(documented) != stages:
+        raise ConfigError(
+            f"partition.balance: 'seed' is the seed document's cut {list(documented)} ({len(documented)} stages), "
+            f"but this run cuts the model into {stages} stages; set partition.stages to {len(documented)} (with at "
+            "least as many devices), or partition.balance to time or parameters."
+        )
