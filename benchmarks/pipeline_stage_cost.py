@@ -29,7 +29,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from parabench.models.resnet50 import resnet50_blocks
+from parabench.models.torchvision_resnet50 import resnet50_blocks
 from parabench.runtime.environment import machine_identity
 from parabench.strategies.partition import cut
 

@@ -18,7 +18,8 @@ def main() -> None:
     options = params.benchmark
     planned = plan_benchmark(raw, args.workload, options.strategies, resolve(params.hardware).devices)
     run_cells(planned, options.rounds, options.warmup_steps, options.timed_steps)
-    write_benchmark(args.workload, planned, WORKLOADS[args.workload].labels(params.settings(args.workload)))
+    choices = WORKLOADS[args.workload].choices_beside_metrics(params.settings(args.workload))
+    write_benchmark(args.workload, planned, choices)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from parabench.engine.training import shard_batches
-from parabench.models.resnet import d2l_resnet18
+from parabench.models.d2l_resnet18 import d2l_resnet18
 from parabench.runtime.process import Process
 from parabench.strategies import STRATEGIES
 from tests.multiprocess import run_ranks

@@ -16,7 +16,7 @@ from torchvision.models import resnet18
 
 from parabench.engine.plan import RunPlan
 from parabench.engine.training import build_trainer, epoch_batches, optimizer_step
-from parabench.models.torchvision_resnet import resnet18_blocks
+from parabench.models.torchvision_resnet18 import resnet18_blocks
 from parabench.runtime.process import Process
 from parabench.strategies import STRATEGIES
 from parabench.strategies.partition import block_times

@@ -20,7 +20,7 @@ from torch.nn import functional as F
 
 from parabench.batch import Batch
 from parabench.errors import ConfigError
-from parabench.models.resnet import d2l_resnet18
+from parabench.models.d2l_resnet18 import d2l_resnet18
 from parabench.runtime.process import Process
 from parabench.strategies import single
 from parabench.strategies.base import Parallelized, Strategy, StrategySetup

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from parabench.models.resnet import d2l_resnet18
+from parabench.models.d2l_resnet18 import d2l_resnet18
 from parabench.runtime.process import Process
 from parabench.strategies import STRATEGIES
 from tests.multiprocess import run_ranks

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from parabench.models.resnet import d2l_resnet18
+from parabench.models.d2l_resnet18 import d2l_resnet18
 from parabench.strategies.partition import balance_by_parameters, choose_cut, cut, split_costs
 
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from parabench.errors import ConfigError
-from parabench.models.torchvision_resnet import resnet18_blocks
+from parabench.models.torchvision_resnet18 import resnet18_blocks
 from parabench.workloads import pretrained
 from parabench.workloads.hotdog import Hotdog, HotdogSettings
 from tests.http_server import Route

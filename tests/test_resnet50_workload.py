@@ -20,7 +20,7 @@ from parabench.data.fashion_mnist import FASHION_MNIST
 from parabench.data.hotdog import HOTDOG
 from parabench.data.idx import write_idx
 from parabench.errors import ConfigError, DataError
-from parabench.models.resnet50 import SEED_CUT, resnet50_blocks
+from parabench.models.torchvision_resnet50 import SEED_CUT, resnet50_blocks
 from parabench.strategies.model_parallel import STRATEGY as MODEL_PARALLEL
 from parabench.strategies.model_parallel import StagedModel
 from parabench.strategies.partition import choose_cut, cut
@@ -110,7 +110,7 @@ def test_random_images_are_seeded_and_scored_by_mse_on_one_hot_targets():
 def test_the_workload_says_accuracy_does_not_apply_and_has_no_dataset():
     workload = Resnet50()
     assert workload.dataset is None and workload.primary_metric is None
-    assert workload.labels(settings()) == {"accuracy": NOT_APPLICABLE}
+    assert workload.choices_beside_metrics(settings()) == {"accuracy": NOT_APPLICABLE}
     assert workload.documented_cut(settings()) == SEED_CUT
     assert Path(__file__).parents[1].joinpath(workload.generator_file).is_file(), "the file its stages depend on"
 

@@ -8,7 +8,6 @@ Alpha is dropped, not composited, and EXIF orientation is ignored, as the usual 
 """
 
 import math
-import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -17,17 +16,11 @@ import numpy as np
 from PIL import Image
 from tqdm import tqdm
 
+from parabench.runtime.hardware import usable_cores
+
 MAX_CHUNK_IMAGES = 256
 CHUNKS_PER_WORKER = 4
 DECODE_ERRORS = (OSError, SyntaxError, ValueError, Image.DecompressionBombError)
-
-
-def usable_cores() -> int:
-    """The CPU cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
 
 
 def decode_images(

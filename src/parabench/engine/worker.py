@@ -198,7 +198,7 @@ def run_record(plan: RunPlan, data: WorkloadData, result: TrainResult, step_dura
         "data_origin": data.data_origin,
         "data_provenance": data.provenance,
         "data_digest": result.data_id,
-        "labels": plan.workload.labels(plan.settings),
+        "labels": plan.workload.choices_beside_metrics(plan.settings),
         "epochs": plan.settings.epochs,
         "train_time_s": steps["median"] * result.steps_per_epoch * plan.settings.epochs,
         "wall_time_s": wall_time_s,

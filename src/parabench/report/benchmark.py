@@ -117,13 +117,13 @@ def skipped(results: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
     return [(label, figures["reason"]) for label, figures in results.items() if figures["status"] == "skipped"]
 
 
-def write_benchmark(workload: str, planned: list[CellRuns], labels: dict[str, Any]) -> None:
+def write_benchmark(workload: str, planned: list[CellRuns], choices: dict[str, Any]) -> None:
     """Every output of a workload's benchmark: the table, the figure, the full results and a metrics JSON per cell
-    (with the workload's `labels`)."""
+    (with the choices the workload shows beside its metrics)."""
     results = summarize_cells(planned)
     rows = table(results)
     write_atomic(benchmark_table_file(workload), lambda tmp: rows.to_csv(tmp, index=False, float_format="%.6g"))
     draw(workload, rows, skipped(results), benchmark_figure_file(workload))
     write_json(results_file("benchmark", workload), results)
     for label, figures in results.items():
-        write_json(benchmark_metrics_dir(workload) / f"{label}.json", compact(figures) | labels)
+        write_json(benchmark_metrics_dir(workload) / f"{label}.json", compact(figures) | choices)

@@ -144,7 +144,7 @@ class Workload(ABC):
         """Blocks per stage where the seed document cuts the model by hand (partition.balance `seed`); none."""
         return None
 
-    def labels(self, settings: TrainSettings) -> dict[str, str]:
+    def choices_beside_metrics(self, settings: TrainSettings) -> dict[str, str]:
         """Choices a reader must see beside every metric of the workload (e.g. which pretrained weights); none."""
         return {}
 

@@ -9,7 +9,7 @@ from torch import Tensor, nn
 
 from parabench.batch import Batch
 from parabench.data.fashion_mnist import FASHION_MNIST
-from parabench.models.resnet import d2l_resnet18
+from parabench.models.d2l_resnet18 import d2l_resnet18
 from parabench.workloads.classification import LabelledImages
 from parabench.workloads.contract import TrainSettings, Workload
 

@@ -16,7 +16,7 @@ from torch import Tensor, nn
 
 from parabench.batch import Batch
 from parabench.data.hotdog import HOTDOG
-from parabench.models.torchvision_resnet import HEAD, resnet18_blocks
+from parabench.models.torchvision_resnet18 import HEAD, resnet18_blocks
 from parabench.workloads.classification import LabelledImages
 from parabench.workloads.contract import ParamGroup, TrainSettings, Workload
 from parabench.workloads.image_views import eval_views, train_views
@@ -92,7 +92,7 @@ class Hotdog(Workload):
     def unit_shape(self, settings: HotdogSettings) -> tuple[int, ...]:
         return (3, settings.image_size, settings.image_size)
 
-    def labels(self, settings: HotdogSettings) -> dict[str, str]:
+    def choices_beside_metrics(self, settings: HotdogSettings) -> dict[str, str]:
         return {"pretrained": settings.pretrained}
 
     def prefetch(self, settings: HotdogSettings) -> None:

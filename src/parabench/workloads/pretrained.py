@@ -12,7 +12,7 @@ from torch import Tensor, nn
 from torchvision.models import ResNet18_Weights
 
 from parabench.errors import ConfigError
-from parabench.models.torchvision_resnet import HEAD
+from parabench.models.torchvision_resnet18 import HEAD
 
 IMAGENET_URL = ResNet18_Weights.IMAGENET1K_V1.url  # a module attribute, so a test can point it at a local server
 IMAGENET_CHOICE = "imagenet"

@@ -13,7 +13,7 @@ import torch
 from pydantic import Field
 from torch import nn
 
-from parabench.models.resnet50 import SEED_CUT, resnet50_blocks
+from parabench.models.torchvision_resnet50 import SEED_CUT, resnet50_blocks
 from parabench.workloads.contract import TrainSettings, Workload
 from parabench.workloads.random_images import random_images
 from parabench.workloads.real_pixels import real_pixel_images
@@ -47,7 +47,7 @@ class Resnet50(Workload):
     def documented_cut(self, settings: Resnet50Settings) -> tuple[int, ...]:
         return SEED_CUT
 
-    def labels(self, settings: Resnet50Settings) -> dict[str, str]:
+    def choices_beside_metrics(self, settings: Resnet50Settings) -> dict[str, str]:
         return {"accuracy": NOT_APPLICABLE}
 
     def optimizer(self, groups: list[dict], settings: Resnet50Settings) -> torch.optim.Optimizer:
