@@ -218,6 +218,15 @@ class Params(Strict):
                                      f"{', '.join(sorted(sweep.values))}")
         return self
 
+    @model_validator(mode="after")
+    def _several_nodes_meet_at_a_rendezvous(self) -> "Params":
+        """hardware.nodes above 1 names where the nodes meet (hardware.rendezvous)."""
+        if self.hardware.nodes > 1 and self.hardware.rendezvous is None:
+            raise SettingProblem("hardware.nodes", f"{self.hardware.nodes} needs hardware.rendezvous: the host:port of "
+                                 "this node (node 0), which the other nodes can reach, e.g. 10.0.0.1:29400; or set "
+                                 "hardware.nodes: 1")
+        return self
+
     def settings(self, workload: str) -> TrainSettings:
         """The hyper-parameters of `workload` at the chosen scale."""
         return getattr(self.scales, workload)[self.scale]

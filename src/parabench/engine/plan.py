@@ -5,6 +5,7 @@ The launcher makes the plan once and hands it to every worker as JSON; a worker 
 
 import functools
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -192,23 +193,26 @@ def devices_sharing_the_batch(setup: StrategySetup, strategy: Strategy, run: str
     """`hardware.devices: auto` under strong scaling: a data-parallel strategy takes, of the node's devices, the most
     among whose replicas the global batch divides (say so when that is fewer than all); a batch that no count
     divides is left to the plan's error."""
-    for devices in range(setup.machine.devices, 0, -1):
-        fitted = setup.model_copy(update={"machine": setup.machine.model_copy(update={"devices": devices})})
-        replicas = strategy.data_replicas(fitted)
-        if setup.batch_shape[0] % replicas == 0:
-            if devices < setup.machine.devices:
-                warn_once(f"{run}: the global batch of {setup.batch_shape[0]} divides among at most {replicas} "
-                          f"data-parallel replicas, so it runs on {devices} of each node's {setup.machine.devices} "
-                          f"devices (hardware.devices: auto); a batch_size that is a multiple of "
-                          f"{strategy.data_replicas(setup)} would use them all.")
-            return fitted
-    return setup
+    def on(devices: int) -> StrategySetup:
+        """The setup with `devices` per node."""
+        return setup.model_copy(update={"machine": setup.machine.model_copy(update={"devices": devices})})
+
+    batch, most = setup.batch_shape[0], setup.machine.devices
+    devices = most_dividing(batch, most, lambda count: strategy.data_replicas(on(count)))
+    if devices is None:
+        return setup
+    if devices < most:
+        warn_once(f"{run}: the global batch of {batch} divides among at most {strategy.data_replicas(on(devices))} "
+                  f"data-parallel replicas, so it runs on {devices} of each node's {most} devices "
+                  f"(hardware.devices: auto); a batch_size that is a multiple of {strategy.data_replicas(setup)} "
+                  "would use them all.")
+    return on(devices)
 
 
 def copies_sharing_the_batch(batch: int, copies: int, run: str) -> int:
     """The benchmark's side-by-side copies under `devices: auto`: as many as the data-parallel runs use, the most
     among which the batch divides (at least 2: one copy is `single` itself)."""
-    fitting = max(count for count in range(1, copies + 1) if batch % count == 0)
+    fitting = most_dividing(batch, copies, lambda count: count) or 1
     if fitting < 2:
         raise StrategyUnavailable(f"{run}: the global batch of {batch} divides among no 2 to {copies} side-by-side "
                                   "copies; set the workload's batch_size to an even number to time them.")
@@ -216,6 +220,12 @@ def copies_sharing_the_batch(batch: int, copies: int, run: str) -> int:
         warn_once(f"{run}: the global batch of {batch} divides among at most {fitting} copies, so {fitting} run side "
                   f"by side (hardware.devices: auto), as many as its data-parallel runs use.")
     return fitting
+
+
+def most_dividing(batch: int, most: int, replicas_of: Callable[[int], int]) -> int | None:
+    """The largest count from `most` down to 1 among whose `replicas_of(count)` replicas the batch divides; None
+    when none does."""
+    return next((count for count in range(most, 0, -1) if batch % replicas_of(count) == 0), None)
 
 
 @functools.cache
@@ -231,11 +241,7 @@ def model_blocks(workload_name: str, settings: TrainSettings) -> int:
 
 
 def _check_machine(machine: Machine) -> None:
-    if machine.nodes > 1 and machine.rendezvous is None:
-        raise ConfigError(
-            f"{PARAMS_FILE}: hardware.nodes: {machine.nodes} needs hardware.rendezvous: the host:port of this node "
-            "(node 0), which the other nodes can reach, e.g. 10.0.0.1:29400; or set hardware.nodes: 1."
-        )
+    """The rules about this machine: the accelerator and device count it has, and a backend that serves them."""
     if machine.accelerator == "cuda" and not torch.cuda.is_available():
         raise ConfigError(
             f"{PARAMS_FILE}: hardware.accelerator: 'cuda' but torch sees no CUDA device here; "

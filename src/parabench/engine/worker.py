@@ -80,7 +80,7 @@ def rendezvous_of(plan: RunPlan, node_rank: int) -> Rendezvous | None:
     machine = plan.machine
     if not plan.distributed or machine.nodes == 1:
         return None
-    assert machine.rendezvous is not None, "checked by make_plan"
+    assert machine.rendezvous is not None, "checked by the params schema"
     return Rendezvous(nodes=machine.nodes, node_rank=node_rank, endpoint=machine.rendezvous,
                       join_timeout_s=machine.join_timeout_s)
 
