@@ -319,3 +319,10 @@ def test_inputs_name_every_workload_and_only_workloads(base_params, write_params
     base_params["inputs"].update(resnet50="src/parabench/workloads/random_images.py", cifar10="data/prepared/x")
     with pytest.raises(ConfigError, match=r"inputs: cifar10 names no workload; the workloads are fashion_mnist"):
         load_params(write_params(base_params))
+
+
+@pytest.mark.parametrize("seed", [-1, 2**32])
+def test_a_seed_is_one_32_bit_word(base_params, write_params, seed):
+    base_params["scales"]["fashion_mnist"]["quick"]["seed"] = seed
+    with pytest.raises(ConfigError, match=r"scales\.fashion_mnist\.quick\.seed"):
+        load_params(write_params(base_params))

@@ -19,7 +19,7 @@ from torchvision.transforms import v2
 from parabench.data.fashion_mnist import FASHION_MNIST
 from parabench.data.hotdog import HOTDOG
 from parabench.data.idx import write_idx
-from parabench.errors import ConfigError, DataError
+from parabench.errors import ConfigError
 from parabench.models.torchvision_resnet50 import SEED_CUT, resnet50_blocks
 from parabench.strategies.model_parallel import STRATEGY as MODEL_PARALLEL
 from parabench.strategies.model_parallel import StagedModel
@@ -156,11 +156,6 @@ def test_grey_pixels_become_three_equal_channels_and_a_small_set_repeats_only_on
     distinct = [len(torch.unique(data.images[:count].flatten(1), dim=0)) for count in (5, 12)]
     assert distinct == [5, 5], "all five images before any comes twice"
     assert "each used up to 3 times" in data.data_origin and "Fashion-MNIST SAMPLE" in data.data_origin
-
-
-def test_a_folder_that_is_no_datasets_is_named(tmp_path):
-    with pytest.raises(DataError, match=r"is no prepared dataset's folder; the datasets are fashion_mnist, hotdog"):
-        Resnet50().open(tmp_path / "cifar10", settings())
 
 
 def test_weak_scaling_and_tiny_images_are_refused():

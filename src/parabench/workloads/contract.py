@@ -31,7 +31,7 @@ class TrainSettings(BaseModel):
     lr: Annotated[float, Field(gt=0)]
     scaling: Literal["weak", "strong"]
     warmup_steps: Annotated[int, Field(ge=0)]
-    seed: int
+    seed: Annotated[int, Field(ge=0, lt=2**32)]  # one 32-bit word of every SeedSequence a run draws from
     lr_schedule: Literal["constant", "cosine"] = "constant"  # cosine: linear warm-up, then down to 0 at the last step
     lr_warmup_epochs: Annotated[float, Field(ge=0)] = 0.0  # cosine's linear warm-up from 0, in epochs
 

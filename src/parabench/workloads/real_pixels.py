@@ -21,10 +21,7 @@ from parabench.workloads.timing_images import TimingImages
 def real_pixel_images(prepared: Path, units: int, image_size: int, num_classes: int, seed: int) -> TimingImages:
     """`units` training images of the dataset prepared in `prepared` (data/prepared/<dataset>), in an order drawn
     from `seed` (each image once before any repeats), as 3 x image_size x image_size inputs with random classes."""
-    dataset = DATASETS.get(prepared.name)
-    if dataset is None:
-        raise DataError(f"{prepared} is no prepared dataset's folder; the datasets are {', '.join(sorted(DATASETS))} "
-                        "(each prepared in data/prepared/<dataset>).")
+    dataset = DATASETS[prepared.name]  # params.yaml `inputs` names only prepared datasets' folders (the schema checks)
     found = dataset.load_prepared(prepared)
     training_images = found.splits["train"].images
     if len(training_images) == 0:
