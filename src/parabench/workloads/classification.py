@@ -3,7 +3,6 @@
 from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -51,14 +50,6 @@ class LabelledImages(WorkloadData):
     @property
     def train_units(self) -> int:
         return len(self.train_labels)
-
-    @property
-    def data_origin(self) -> str:
-        return self.origin
-
-    @property
-    def provenance(self) -> dict[str, Any] | None:
-        return None if self.provenance_record is None else self.provenance_record.model_dump()
 
     def train_batch(self, epoch: int, indices: Tensor) -> Batch:
         return Batch(self.train_images[indices], self.train_labels[indices])

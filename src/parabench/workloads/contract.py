@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
 from parabench.batch import Batch
+from parabench.data.provenance import Provenance
 from parabench.stats import mean_and_interval
 
 
@@ -73,15 +74,18 @@ class WorkloadData(ABC):
     def train_units(self) -> int:
         """How many units one training epoch draws from."""
 
+    origin: str  # the data_origin sentence
+    provenance_record: Provenance | None = None  # the prepared dataset's record; None when the data was made
+
     @property
-    @abstractmethod
     def data_origin(self) -> str:
         """Where the data came from and whether it is the full official set, in one sentence."""
+        return self.origin
 
     @property
     def provenance(self) -> dict[str, Any] | None:
         """The prepared dataset's provenance record as plain data for results files; None when none was read."""
-        return None
+        return None if self.provenance_record is None else self.provenance_record.model_dump()
 
     @abstractmethod
     def train_batch(self, epoch: int, indices: Tensor) -> Batch:

@@ -8,7 +8,7 @@ that many per replica, the learning rate times the replicas). Episode i of epoch
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import torch
 from pydantic import Field, model_validator
@@ -96,14 +96,6 @@ class MiniImagenetData(WorkloadData):
     @property
     def train_units(self) -> int:
         return self.settings.episodes_per_epoch
-
-    @property
-    def data_origin(self) -> str:
-        return self.origin
-
-    @property
-    def provenance(self) -> dict[str, Any] | None:
-        return None if self.provenance_record is None else self.provenance_record.model_dump()
 
     def episodes(self, split: str, stream: int, indices: Tensor | list[int]) -> Batch:
         """Episodes of a split as a batch: images (E, N, 3, 84, 84) uint8 and query targets (E, Q)."""

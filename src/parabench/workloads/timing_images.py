@@ -6,7 +6,6 @@ trains on the same numbers.
 """
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -33,14 +32,6 @@ class TimingImages(WorkloadData):
     @property
     def train_units(self) -> int:
         return len(self.classes)
-
-    @property
-    def data_origin(self) -> str:
-        return self.origin
-
-    @property
-    def provenance(self) -> dict[str, Any] | None:
-        return None if self.provenance_record is None else self.provenance_record.model_dump()
 
     def train_batch(self, epoch: int, indices: Tensor) -> Batch:
         return Batch(self.images[indices], self.classes[indices])
