@@ -161,32 +161,31 @@ def make_plan(params: Params, workload_name: str, role: Role, strategy_name: str
             setup = devices_sharing_the_batch(setup, strategy, run)
         else:
             copies = copies_sharing_the_batch(settings.batch_size, copies, run)
-    machine = setup.machine
     replicas = strategy.data_replicas(setup) * copies
-    if settings.scaling == "weak":
-        global_batch, lr = settings.batch_size * replicas, settings.lr * replicas
-    else:
-        global_batch, lr = settings.batch_size, settings.lr
-        if global_batch % replicas:
-            key, multiple = f"scales.{workload_name}.{params.scale}.batch_size", -(-global_batch // replicas) * replicas
-            raise ConfigError(
-                f"{PARAMS_FILE}: {key}: {global_batch} does not divide evenly among the {replicas} data-parallel "
-                f"replicas of {STRATEGY_KEYS[role]}={strategy.name}; "
-                f"pick a multiple of {replicas} (e.g. `dvc exp run -S {key}={multiple}`), change hardware.devices, "
-                "or set scaling: weak (batch_size per replica)."
-            )
+    global_batch, lr = batch_and_lr(params, workload_name, replicas, f"{STRATEGY_KEYS[role]}={strategy.name}")
     strategy.check(setup, global_batch)
     plan = RunPlan(role=role, workload_name=workload_name, strategy_name=strategy.name,
                    dataset=params.dataset_read(workload_name), scale=params.scale, settings=settings, setup=setup,
                    replicas=replicas, global_batch=global_batch, lr=lr, copies=copies)
-    if machine.accelerator == "cpu" and plan.processes_per_node > machine.cores and not params.hardware.oversubscribe:
-        raise ConfigError(
-            f"{PARAMS_FILE}: hardware.devices: {machine.devices} makes {STRATEGY_KEYS[role]}={strategy.name} start "
-            f"{plan.processes_per_node} worker processes on this node's {machine.cores} CPU cores: each would get a "
-            f"fraction of a core and the timings would measure contention; set hardware.devices to at most "
-            f"{machine.cores}, or hardware.oversubscribe: true to run anyway."
-        )
+    _check_processes_fit(plan, params.hardware.oversubscribe)
     return plan
+
+
+def batch_and_lr(params: Params, workload_name: str, replicas: int, run: str) -> tuple[int, float]:
+    """The global batch and learning rate of a run with `replicas` data-parallel replicas: under weak scaling both
+    grow with them; under strong scaling the batch must divide among them."""
+    settings = params.settings(workload_name)
+    if settings.scaling == "weak":
+        return settings.batch_size * replicas, settings.lr * replicas
+    if settings.batch_size % replicas:
+        key = f"scales.{workload_name}.{params.scale}.batch_size"
+        multiple = -(-settings.batch_size // replicas) * replicas
+        raise ConfigError(
+            f"{PARAMS_FILE}: {key}: {settings.batch_size} does not divide evenly among the {replicas} data-parallel "
+            f"replicas of {run}; pick a multiple of {replicas} (e.g. `dvc exp run -S {key}={multiple}`), change "
+            "hardware.devices, or set scaling: weak (batch_size per replica)."
+        )
+    return settings.batch_size, settings.lr
 
 
 def devices_sharing_the_batch(setup: StrategySetup, strategy: Strategy, run: str) -> StrategySetup:
@@ -238,6 +237,18 @@ def warn_once(warning: str) -> None:
 def model_blocks(workload_name: str, settings: TrainSettings) -> int:
     """How many ordered blocks the workload's model has with these settings (built once per settings)."""
     return len(WORKLOADS[workload_name].build_model(settings))
+
+
+def _check_processes_fit(plan: RunPlan, oversubscribe: bool) -> None:
+    """On the CPU, a node starts no more worker processes than it has cores (unless hardware.oversubscribe)."""
+    machine = plan.machine
+    if machine.accelerator == "cpu" and plan.processes_per_node > machine.cores and not oversubscribe:
+        raise ConfigError(
+            f"{PARAMS_FILE}: hardware.devices: {machine.devices} makes {STRATEGY_KEYS[plan.role]}={plan.strategy_name} "
+            f"start {plan.processes_per_node} worker processes on this node's {machine.cores} CPU cores: each would "
+            "get a fraction of a core and the timings would measure contention; set hardware.devices to at most "
+            f"{machine.cores}, or hardware.oversubscribe: true to run anyway."
+        )
 
 
 def _check_machine(machine: Machine) -> None:
