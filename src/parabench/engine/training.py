@@ -8,6 +8,7 @@ import itertools
 import os
 import statistics
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -70,8 +71,9 @@ def epoch_batches(data: WorkloadData, global_batch: int, shard_index: int, shard
 def unit_seeds(seed: int, epoch: int, indices: torch.Tensor) -> torch.Tensor:
     """One seed per unit, a pure function of (run seed, epoch, unit index): a run repeats exactly, and a unit's
     augmentation does not depend on the replica, micro-batch or process count that trains it."""
-    states = [np.random.SeedSequence([seed, epoch, int(index)]).generate_state(1, np.uint64)[0] for index in indices]
-    return torch.tensor([int(state >> np.uint64(1)) for state in states], dtype=torch.int64)
+    states = np.fromiter((np.random.SeedSequence([seed, epoch, index]).generate_state(1, np.uint64)[0]
+                          for index in indices.tolist()), dtype=np.uint64, count=len(indices))
+    return torch.from_numpy((states >> np.uint64(1)).astype(np.int64))
 
 
 def shard_of(plan: RunPlan, parallel: Parallelized, process: Process) -> tuple[int, int]:
@@ -290,27 +292,45 @@ def run_epoch(run: Run, epoch: int) -> tuple[PassTotals, float | None, list[floa
     started = load.mark()
     run.memory.reset()
     try:
-        totals = train_pass(
-            run.trainer, run.data,
-            epoch_batches(run.data, plan.global_batch, shard_index, shard_count, plan.settings.seed, epoch),
-            run.steps, run.clock, progress=f"epoch {epoch + 1}/{epochs}" if process.is_main else None,
-            after_step=progress_note(process, epoch + 1, epochs, run.steps),
-        )
+        with progress_note(process, epoch + 1, epochs, run.steps) as note:
+            totals = train_pass(
+                run.trainer, run.data,
+                epoch_batches(run.data, plan.global_batch, shard_index, shard_count, plan.settings.seed, epoch),
+                run.steps, run.clock, progress=f"epoch {epoch + 1}/{epochs}" if process.is_main else None,
+                after_step=note,
+            )
     except StepFailed as failed:
         raise RunStopped(f"rank {process.rank} stopped at epoch {epoch + 1} {failed}; the last checkpoint "
                          f"holds epoch {epoch} of {epochs}") from failed.error
     machine_load = load.job_other_cpu_share(started, load.mark())
     run.memory.read()
-    return PassTotals.combine(gather_objects(totals)), machine_load, run.clock.durations[kept_before:]  # type: ignore[arg-type]
+    every_rank: list[PassTotals] = gather_objects(totals)  # type: ignore[assignment]
+    return PassTotals.combine(every_rank), machine_load, run.clock.durations[kept_before:]
 
 
-def progress_note(process: Process, epoch: int, epochs: int, steps: int) -> Callable[[int], None] | None:
+@contextmanager
+def progress_note(process: Process, epoch: int, epochs: int, steps: int) -> Iterator[Callable[[int], None] | None]:
     """On rank 0, when the launcher asked for it ($PARABENCH_PROGRESS_FILE), a note of the last finished step, so
-    that a failed job can say where it was even when no worker lived to say it."""
+    that a failed job can say where it was even when no worker lived to say it.
+
+    The file stays open over the epoch and each note overwrites the last in place: about 5 us, where writing the
+    file anew took 0.2 ms on rank 0's path between steps, which the other ranks then wait for in the next step.
+    """
     path = os.environ.get(PROGRESS_ENV)
     if not process.is_main or not path:
-        return None
-    return lambda step: Path(path).write_text(f"epoch {epoch} of {epochs}, step {step} of {steps}")
+        yield None
+        return
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+
+    def note(step: int) -> None:
+        text = f"epoch {epoch} of {epochs}, step {step} of {steps}".encode()
+        os.pwrite(descriptor, text, 0)
+        os.ftruncate(descriptor, len(text))
+
+    try:
+        yield note
+    finally:
+        os.close(descriptor)
 
 
 def evaluate_epoch(run: Run, state: dict[str, Tensor]) -> dict[str, float]:
