@@ -162,6 +162,18 @@ def test_each_workload_gets_its_own_split_size(base_params, write_params):
     assert make_plan(params, "hotdog", "train").setup.pipeline.split_size == 8
 
 
+def test_the_distributed_engine_s_rule_names_the_workload_s_entry(base_params, write_params):
+    """A micro-batch that fits the batch but does not divide it is the distributed schedules' rule, checked when the
+    run is planned: the message names the workload's own entry and the command that sets it."""
+    base_params["hardware"].update(devices=2)
+    base_params["pipeline"].update(engine="distributed")
+    base_params["pipeline"]["split_size"]["fashion_mnist"] = 5
+    params = load_params(write_params(base_params))
+    with pytest.raises(ConfigError, match=r"pipeline\.split_size\.fashion_mnist: 5 does not divide the global batch "
+                       r"of 128 .*`dvc exp run -S pipeline\.split_size\.fashion_mnist=4`"):
+        make_plan(params, "fashion_mnist", "train", strategy_name="pipeline")
+
+
 def test_split_size_below_one(base_params, write_params):
     base_params["pipeline"]["split_size"]["hotdog"] = 0
     with pytest.raises(ConfigError, match=r"pipeline\.split_size\.hotdog: 0"):

@@ -73,7 +73,8 @@ class PipelineParams(Strict):
 
     def for_workload(self, workload: str) -> PipelineOptions:
         """The options a workload's pipeline runs with: the engine, the schedule and its own micro-batch size."""
-        return PipelineOptions(engine=self.engine, split_size=self.split_size[workload], schedule=self.schedule)
+        return PipelineOptions(engine=self.engine, split_size=self.split_size[workload], schedule=self.schedule,
+                               split_size_key=f"pipeline.split_size.{workload}")
 
 
 def _merged_spelling(shared: Any, own: Any) -> str:

@@ -20,10 +20,11 @@ class PartitionOptions(BaseModel):
 
 class PipelineOptions(BaseModel):
     """pipeline, as one workload's run reads it: the engine, its micro-batch size (params.yaml's
-    pipeline.split_size entry for the workload) and (distributed engine) the schedule."""
+    pipeline.split_size entry for the workload, whose key messages name) and (distributed engine) the schedule."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     engine: PipelineEngine
     split_size: Annotated[int, Field(ge=1)]
     schedule: PipelineSchedule
+    split_size_key: str = "pipeline.split_size"  # the params.yaml key split_size came from

@@ -151,22 +151,22 @@ def check(setup: StrategySetup, global_batch: int) -> None:
     under weak scaling it grows with the replicas), and 1F1B at least one per stage. That a micro-batch fits the
     batch at all is params.yaml's rule (config.Params)."""
     check_stages("pipeline", setup, spanned_nodes(setup))
-    split_size, stages = setup.pipeline.split_size, stage_count(setup, spanned_nodes(setup))
+    split_size, key = setup.pipeline.split_size, setup.pipeline.split_size_key
+    stages = stage_count(setup, spanned_nodes(setup))
     if setup.pipeline.engine != "distributed":
         return
     if global_batch % split_size:
         divisor = max(d for d in range(1, split_size + 1) if global_batch % d == 0)
         raise ConfigError(
-            f"pipeline.split_size: {split_size} does not divide the global batch of {global_batch} units, but "
-            f"the distributed engine's schedules need equal micro-batches; set the workload's pipeline.split_size "
-            f"entry to a divisor of {global_batch} (e.g. {divisor}) or use pipeline.engine: inprocess."
+            f"{key}: {split_size} does not divide the global batch of {global_batch} units, but the distributed "
+            f"engine's schedules need equal micro-batches; set {key} to a divisor of {global_batch} (e.g. "
+            f"`dvc exp run -S {key}={divisor}`) or use pipeline.engine: inprocess."
         )
     if setup.pipeline.schedule == "1f1b" and global_batch // split_size < stages:
         raise ConfigError(
             f"pipeline.schedule: '1f1b' needs at least as many micro-batches as stages, but the global batch of "
-            f"{global_batch} in micro-batches of pipeline.split_size {split_size} makes "
-            f"{global_batch // split_size} for {stages} stages; set the workload's pipeline.split_size entry to at "
-            f"most {global_batch // stages} or pipeline.schedule to gpipe."
+            f"{global_batch} in micro-batches of {key}={split_size} makes {global_batch // split_size} for "
+            f"{stages} stages; set {key} to at most {global_batch // stages} or pipeline.schedule to gpipe."
         )
 
 
