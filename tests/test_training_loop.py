@@ -7,7 +7,7 @@ from torch.nn import functional as F
 from parabench.engine import checkpoint
 from parabench.engine.checkpoint import fingerprint, run_description
 from parabench.engine.timing import StepClock
-from parabench.engine.training import build_trainer, fit, shard_batches, train_pass
+from parabench.engine.training import build_trainer, epoch_batches, fit, shard_batches, train_pass
 from parabench.errors import ParabenchError
 from tests.setups import CPU_PROCESS, cpu_setup, separable_data, tiny_plan
 
@@ -26,6 +26,13 @@ def test_loop_learns_and_records_every_epoch(tmp_path):
     assert result.history[-1]["test_acc"] >= 0.75, "two classes: chance is 0.5"
     assert len(result.step_durations) == 6 * (128 // 16) - 1, "one warm-up step is left out"
     assert result.steps_per_epoch == 8
+
+
+def test_only_a_workload_that_augments_gets_a_seed_per_unit():
+    """unit_seeds are drawn for the workloads whose transform reads them (hotdog: tests/test_hotdog_workload.py)."""
+    data = separable_data()
+    assert not data.augments
+    assert all(batch.unit_seeds is None for batch in epoch_batches(data, 32, 0, 1, seed=0, epoch=0))
 
 
 def test_same_seed_same_result(tmp_path):

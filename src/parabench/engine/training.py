@@ -63,9 +63,10 @@ def steps_per_epoch(num_units: int, global_batch: int) -> int:
 def epoch_batches(data: WorkloadData, global_batch: int, shard_index: int, shard_count: int, seed: int,
                   epoch: int) -> Iterator[Batch]:
     """This replica's batches of one epoch, assembled on the CPU one at a time as they are asked for, each unit
-    with its own augmentation seed."""
+    with its own augmentation seed where the workload augments."""
     for indices in shard_batches(data.train_units, global_batch // shard_count, shard_index, shard_count, seed, epoch):
-        yield replace(data.train_batch(epoch, indices), unit_seeds=unit_seeds(seed, epoch, indices))
+        batch = data.train_batch(epoch, indices)
+        yield replace(batch, unit_seeds=unit_seeds(seed, epoch, indices)) if data.augments else batch
 
 
 def unit_seeds(seed: int, epoch: int, indices: torch.Tensor) -> torch.Tensor:

@@ -68,6 +68,7 @@ class WorkloadData(ABC):
     unit: ClassVar[str] = "sample"
     epoch_split: ClassVar[str] = "test"  # the split `evaluate` scores after every epoch
     score_name: ClassVar[str] = "acc"  # what an item's score is: metrics are named <split>_<score_name>
+    augments: ClassVar[bool] = False  # True: `transform` reads each unit's own seed (Batch.unit_seeds)
 
     @property
     @abstractmethod

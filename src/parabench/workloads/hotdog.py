@@ -8,7 +8,7 @@ torchvision's ImageNet file, none (random), or a local state dict; `freeze_backb
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import torch
 from pydantic import Field, field_validator, model_validator
@@ -64,6 +64,7 @@ class HotdogData(LabelledImages):
 
     image_size: int
     crop_scale: float
+    augments: ClassVar[bool] = True
 
     def transform(self, batch: Batch) -> Batch:
         if batch.unit_seeds is None:
