@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from parabench.stats import mcnemar_p, mean_and_interval, paired_difference, in_words
+from parabench.stats import in_words, mcnemar_p, mean_and_interval, paired_difference
 
 
 def outcomes(both: int, only_run: int, only_reference: int, neither: int) -> tuple[torch.Tensor, torch.Tensor]:

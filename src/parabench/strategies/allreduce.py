@@ -14,7 +14,7 @@ from parabench.strategies.base import (
     TrainStep,
     forward_backward,
 )
-from parabench.strategies.per_device import replica_per_device
+from parabench.strategies.per_device import replica, replica_per_device
 
 BUCKET_BYTES = 25 * 1024 * 1024  # DDP's default bucket_cap_mb: few large messages beat many small ones
 
@@ -66,16 +66,7 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
     """Move the model to this process's device and copy rank 0's weights to every replica."""
     model = model.to(process.device)
     broadcast_from_rank0(model)
-    return Parallelized(
-        module=model,
-        model=model,
-        input_device=process.device,
-        devices=(process.device,),
-        shard_index=process.rank,
-        shard_count=process.world_size,
-        train_step=allreduce_step(model, process.world_size),
-        full_state_dict=model.state_dict,
-    )
+    return replica(model, model, process, allreduce_step(model, process.world_size), model.state_dict)
 
 
 STRATEGY = replica_per_device(

@@ -5,7 +5,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from parabench.runtime.process import Process
 from parabench.strategies.base import Parallelized, StrategySetup, forward_backward
-from parabench.strategies.per_device import replica_per_device
+from parabench.strategies.per_device import replica, replica_per_device
 
 
 def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Parallelized:
@@ -13,16 +13,7 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
     model = model.to(process.device)
     device_ids = [process.device.index] if process.device.type == "cuda" else None
     wrapped = DistributedDataParallel(model, device_ids=device_ids)
-    return Parallelized(
-        module=wrapped,
-        model=model,
-        input_device=process.device,
-        devices=(process.device,),
-        shard_index=process.rank,
-        shard_count=process.world_size,
-        train_step=forward_backward(wrapped),
-        full_state_dict=model.state_dict,
-    )
+    return replica(wrapped, model, process, forward_backward(wrapped), model.state_dict)
 
 
 STRATEGY = replica_per_device(

@@ -5,7 +5,7 @@ from torch import Tensor, nn
 from parabench.runtime.process import Process
 from parabench.strategies.allreduce import broadcast_from_rank0
 from parabench.strategies.base import Parallelized, StrategySetup, forward_backward
-from parabench.strategies.per_device import replica_per_device
+from parabench.strategies.per_device import replica, replica_per_device
 
 
 def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Parallelized:
@@ -27,17 +27,8 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
         """Gather the unsharded weights (a collective) onto rank 0's CPU, under the plain model's keys."""
         return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
 
-    return Parallelized(
-        module=model,
-        model=model,
-        input_device=process.device,
-        devices=(process.device,),
-        shard_index=process.rank,
-        shard_count=process.world_size,
-        train_step=forward_backward(model),
-        full_state_dict=full_state_dict,
-        details={"sharded_blocks": len(list(model.children()))},
-    )
+    return replica(model, model, process, forward_backward(model), full_state_dict,
+                   details={"sharded_blocks": len(list(model.children()))})
 
 
 STRATEGY = replica_per_device(

@@ -1,11 +1,12 @@
 """What the data-parallel strategies share: one process per device, launched by torchrun, each a replica."""
 
 from collections.abc import Callable
+from typing import Any
 
-from torch import nn
+from torch import Tensor, nn
 
 from parabench.runtime.process import Process
-from parabench.strategies.base import Parallelized, Strategy, StrategySetup
+from parabench.strategies.base import Parallelized, Strategy, StrategySetup, TrainStep
 
 
 def replica_per_device(
@@ -19,4 +20,20 @@ def replica_per_device(
         distributed=lambda setup: True,
         processes_per_node=lambda setup: setup.machine.devices,
         data_parallel=True,
+    )
+
+
+def replica(module: nn.Module, model: nn.Module, process: Process, train_step: TrainStep,
+            full_state_dict: Callable[[], dict[str, Tensor]], details: dict[str, Any] | None = None) -> Parallelized:
+    """This process's replica: it computes on its own device, on the rank-th of world_size shares of every batch."""
+    return Parallelized(
+        module=module,
+        model=model,
+        input_device=process.device,
+        devices=(process.device,),
+        shard_index=process.rank,
+        shard_count=process.world_size,
+        train_step=train_step,
+        full_state_dict=full_state_dict,
+        details=details or {},
     )
