@@ -81,6 +81,12 @@ def test_a_missing_file_is_a_params_error():
         settings("no/such/weights.pth")
 
 
+def test_the_weights_url_is_torchvisions_own():
+    from torchvision.models import ResNet18_Weights
+
+    assert pretrained.IMAGENET_URL == ResNet18_Weights.IMAGENET1K_V1.url
+
+
 def test_imagenet_weights_are_fetched_into_torchs_cache_and_checked(tmp_path, monkeypatch, server):
     buffer = io.BytesIO()
     torch.save(imagenet_like_state(), buffer)

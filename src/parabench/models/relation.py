@@ -32,7 +32,6 @@ from typing import Literal
 
 import torch
 from torch import Tensor, nn
-from torchvision.models.resnet import Bottleneck
 
 Encoder = Literal["conv4", "seed"]  # the choices of params.yaml's scales.miniimagenet.<scale>.encoder
 
@@ -180,6 +179,8 @@ def conv4_parameter_count(feature_dim: int = 64, relation_dim: int = 8, in_chann
 
 def _bottleneck_stage(in_channels: int, planes: int, blocks: int, stride: int) -> nn.Sequential:
     """torchvision/seed ``_make_layer``: a first Bottleneck with a 1x1-conv+BN shortcut when the shape changes."""
+    from torchvision.models.resnet import Bottleneck  # on use: its import costs 1.2 s (torch._dynamo)
+
     out_channels = planes * Bottleneck.expansion
     downsample = None
     if stride != 1 or in_channels != out_channels:

@@ -9,13 +9,14 @@ not in place (torchvision's is): a pipeline stage that begins with it receives i
 from collections import OrderedDict
 
 from torch import nn
-from torchvision.models import resnet18
 
 HEAD = "fc"
 
 
 def resnet18_blocks(num_classes: int) -> nn.Sequential:
     """torchvision's resnet18 with `fc` replaced by a Linear to num_classes, Xavier-uniform initialised."""
+    from torchvision.models import resnet18  # on use: its import costs 1.2 s (torch._dynamo)
+
     net = resnet18(weights=None)
     head = nn.Linear(net.fc.in_features, num_classes)
     nn.init.xavier_uniform_(head.weight)

@@ -8,13 +8,14 @@ on the first device and layer3, layer4 and the head on the second: SEED_CUT bloc
 from collections import OrderedDict
 
 from torch import nn
-from torchvision.models import resnet50
 
 SEED_CUT = (3, 3)
 
 
 def resnet50_blocks(num_classes: int) -> nn.Sequential:
     """torchvision's resnet50 with num_classes outputs (its own initialisation), as six ordered blocks."""
+    from torchvision.models import resnet50  # on use: its import costs 1.2 s (torch._dynamo)
+
     net = resnet50(weights=None, num_classes=num_classes)
     return nn.Sequential(OrderedDict([
         ("stem", nn.Sequential(net.conv1, net.bn1, net.relu, net.maxpool)),

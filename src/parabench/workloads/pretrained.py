@@ -9,12 +9,13 @@ from pathlib import Path
 
 import torch
 from torch import Tensor, nn
-from torchvision.models import ResNet18_Weights
 
 from parabench.errors import ConfigError
 from parabench.models.torchvision_resnet18 import HEAD
 
-IMAGENET_URL = ResNet18_Weights.IMAGENET1K_V1.url  # a module attribute, so a test can point it at a local server
+# torchvision's ResNet18_Weights.IMAGENET1K_V1.url (a test holds them equal); a module attribute, so a test can point it
+# at a local server
+IMAGENET_URL = "https://download.pytorch.org/models/resnet18-f37072fd.pth"
 IMAGENET_CHOICE = "imagenet"
 NO_WEIGHTS = "none"
 LISTED = 5  # keys named in an error message, per kind of problem

@@ -9,7 +9,6 @@ import math
 from pathlib import Path
 
 import torch
-from torchvision.transforms import v2
 
 from parabench.data.provenance import origin_source
 from parabench.data.registry import DATASETS
@@ -21,6 +20,8 @@ from parabench.workloads.timing_images import TimingImages
 def real_pixel_images(prepared: Path, units: int, image_size: int, num_classes: int, seed: int) -> TimingImages:
     """`units` training images of the dataset prepared in `prepared` (data/prepared/<dataset>), in an order drawn
     from `seed` (each image once before any repeats), as 3 x image_size x image_size inputs with random classes."""
+    from torchvision.transforms import v2  # on use: its import costs 1.2 s (torch._dynamo)
+
     dataset = DATASETS[prepared.name]  # params.yaml `inputs` names only prepared datasets' folders (the schema checks)
     found = dataset.load_prepared(prepared)
     training_images = found.splits["train"].images
