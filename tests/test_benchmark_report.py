@@ -5,22 +5,32 @@ import pytest
 from parabench.engine.cells import Cell, CellRuns, interleaved
 from parabench.report.benchmark import compact, skipped, summarize_cells, table
 from parabench.report.benchmark_figure import draw
+from parabench.report.time_split import time_split
 from tests.setups import cpu_setup, tiny_plan
 
 
-def run(step_seconds: list[float], ranks: int, other: float = 0.0) -> dict:
+def run(step_seconds: list[float], ranks: int, other: float = 0.0, allreduce_s: float | None = None) -> dict:
+    """A cell's recorded run; rank 0 is the slowest, each other rank takes 90% of its time: input 10%, forward and
+    backward 70%, the optimizer 20% of each rank's own step."""
     return {"unit": "sample", "step_durations": step_seconds,
+            "phase_durations": [[phases(time * (1.0 if rank == 0 else 0.9)) for time in step_seconds]
+                                for rank in range(ranks)],
+            "gradient_allreduce_s": allreduce_s,
             "peak_memory_mb": {f"rank{r}": 100.0 + r for r in range(ranks)},
             "memory_kind": "cpu_max_rss", "other_cpu_share": other, "strategy_details": {},
             "transform_units_per_s": 1000.0}
 
 
+def phases(own: float) -> dict[str, float]:
+    return {"input": 0.1 * own, "forward_backward": 0.7 * own, "optimizer": 0.2 * own}
+
+
 def entries() -> list[CellRuns]:
     two = cpu_setup(devices=2, batch_shape=(64, 1, 28, 28))
     single = CellRuns(Cell("fashion_mnist", "single"), tiny_plan("single", two, "benchmark", batch_size=64),
-                      runs=[run([0.2, 0.2, 0.3], 1), run([0.2, 0.4, 0.2], 1)])
+                      runs=[run([0.2, 0.2, 0.3, 0.2, 0.2], 1), run([0.2, 0.4, 0.2], 1)])
     ddp = CellRuns(Cell("fashion_mnist", "ddp"), tiny_plan("ddp", two, "benchmark", batch_size=64),
-                   runs=[run([0.1, 0.1, 0.1], 2), run([0.2, 0.1, 0.2], 2, other=0.3)])
+                   runs=[run([0.1] * 5, 2, allreduce_s=0.02), run([0.2, 0.1, 0.2], 2, other=0.3)])
     ceiling_plan = tiny_plan("single", two, "benchmark", batch_size=64).model_copy(update={"copies": 2})
     ceiling = CellRuns(Cell("fashion_mnist", "single", copies=2), ceiling_plan,
                        runs=[run([0.08, 0.08, 0.08], 2), run([0.08, 0.08, 0.08], 2)])
@@ -34,7 +44,7 @@ def entries() -> list[CellRuns]:
 def test_medians_spread_speedup_efficiency_and_ceiling():
     results = summarize_cells(entries())
     single, ddp, ceiling = results["single"], results["ddp"], results["ceiling"]
-    assert single["rate"] == 64 / 0.2  # median of all six steps
+    assert single["rate"] == 64 / 0.2  # median of all eight steps
     assert (single["rate_slowest_round"], single["rate_fastest_round"]) == (64 / 0.2, 64 / 0.2)
     assert ddp["rate"] == 64 / 0.1
     assert (ddp["rate_slowest_round"], ddp["rate_fastest_round"]) == (64 / 0.2, 64 / 0.1)
@@ -54,11 +64,50 @@ def test_medians_spread_speedup_efficiency_and_ceiling():
     assert ddp["environment"]["train_samples_per_s_per_process"] == 64 / 0.1 / 2
 
 
+def test_each_cell_s_median_step_splits_into_parts_that_add_up_to_it():
+    results = summarize_cells(entries())
+    single, ddp, ceiling, cut = (results[label] for label in ("single", "ddp", "ceiling", "model_parallel"))
+    assert single["time_split_s"] == pytest.approx({"input": 0.02, "compute": 0.14, "optimizer": 0.04, "idle": 0.0})
+    # the other rank's 90%: phases are the ranks' mean, idle its 10% of the step averaged over the two ranks
+    assert ceiling["time_split_s"] == pytest.approx(
+        {"input": 0.0076, "compute": 0.0532, "optimizer": 0.0152, "idle": 0.004})
+    # ddp's forward and backward (0.0665) = the ceiling copies' (0.0532, the same work under the same load) + the
+    # communication they lack (0.0133); of a full all-reduce of 0.02, a third was hidden behind the backward pass
+    assert ddp["time_split_s"] == pytest.approx(
+        {"input": 0.0095, "compute": 0.0532, "communication": 0.0133, "optimizer": 0.019, "idle": 0.005})
+    assert ddp["communication_share"] == pytest.approx(0.133)
+    assert ddp["communication_hidden_share"] == pytest.approx(1 - 0.0133 / 0.02)
+    assert ddp["gradient_allreduce_s"] == 0.02
+    assert set(cut["time_split_s"]) == {"input", "forward_backward", "optimizer", "idle"}, \
+        "a cut strategy's transfers stay inside its forward and backward"
+    assert cut["communication_share"] is None and single["communication_share"] is None
+    for figures in (single, ddp, ceiling, cut):
+        assert figures["time_split_adds_up"] and abs(figures["time_split_vs_step"]) < 1e-9
+
+
+def test_parts_that_do_not_describe_the_median_step_are_flagged():
+    """Each step's parts add up to it, but the typical steps (here all three) average 0.47 s where the median step
+    takes 0.6 s: the split is 22% short, and says so."""
+    steps = [{"input": 0.5, "forward_backward": 0.1, "optimizer": 0.0},
+             {"input": 0.1, "forward_backward": 0.5, "optimizer": 0.0},
+             {"input": 0.1, "forward_backward": 0.1, "optimizer": 0.0}]
+    skewed = {**run([0.6, 0.6, 0.2], 1), "phase_durations": [steps]}
+    split = time_split([skewed], "single", communicates=False, data_parallel=False, compute_beside=None)
+    assert split["time_split_vs_step"] == pytest.approx(1.4 / 3 / 0.6 - 1) and split["time_split_adds_up"] is False
+
+
+def test_a_data_parallel_cell_without_a_ceiling_keeps_its_communication_inside_forward_backward():
+    ddp = entries()[1]
+    split = summarize_cells([ddp])["ddp"]
+    assert set(split["time_split_s"]) == {"input", "forward_backward", "optimizer", "idle"}
+    assert split["communication_share"] is None and split["communication_hidden_share"] is None
+
+
 def test_compact_metrics_hold_a_few_numbers():
     results = summarize_cells(entries())
     assert compact(results["ddp"]) == {"status": "ran", "samples_per_s": 640.0, "speedup": 2.0,
                                        "scaling_efficiency": 1.0, "efficiency_vs_ceiling": pytest.approx(0.8),
-                                       "contended": True}
+                                       "communication_share": pytest.approx(0.133), "contended": True}
     assert compact(results["dp"]) == {"status": "skipped"}
 
 

@@ -9,33 +9,58 @@ import torch
 
 from parabench.runtime.collectives import synchronize
 
+PHASES = ("input", "forward_backward", "optimizer")  # the parts of a step a clock that times phases records
+
 
 class StepClock:
     """Times each training step on `devices` (every device the step computes on: all are waited for before each clock
-    read); the first `warmup_steps` of this process's run are not kept."""
+    read); the first `warmup_steps` of this process's run are not kept.
 
-    def __init__(self, devices: Sequence[torch.device], warmup_steps: int, kept: list[float] | None = None):
+    With `phases`, the step also marks where each of its PHASES ends (`mark`, devices synchronised first: on CUDA
+    that is one more wait per phase, so only benchmark cells time phases), kept per step in `phases`; the time
+    after the last mark (the closing synchronisation) is counted in the last phase, so a step's phases add up to it.
+    """
+
+    def __init__(self, devices: Sequence[torch.device], warmup_steps: int, kept: list[float] | None = None,
+                 phases: bool = False):
         self.devices = tuple(devices)
         self.warmup_left = warmup_steps
         self.durations: list[float] = list(kept or [])
+        self.times_phases = phases
+        self.phases: list[dict[str, float]] = []
+        self._current: dict[str, float] = {}
+        self._last_mark = 0.0
 
     def synchronize(self) -> None:
         """Wait for the queued work of every device."""
         for device in self.devices:
             synchronize(device)
 
+    def mark(self, phase: str) -> None:
+        """End `phase` of the step being timed (a no-op unless this clock times phases)."""
+        if self.times_phases:
+            self.synchronize()
+            now = time.perf_counter()
+            self._current[phase] = now - self._last_mark
+            self._last_mark = now
+
     @contextmanager
     def step(self) -> Iterator[None]:
-        """Time the block; keep the duration unless it is a warm-up step."""
+        """Time the block; keep the duration (and its phases) unless it is a warm-up step."""
         self.synchronize()
-        start = time.perf_counter()
+        start = self._last_mark = time.perf_counter()
+        self._current = {}
         yield
         self.synchronize()
-        elapsed = time.perf_counter() - start
+        end = time.perf_counter()
         if self.warmup_left > 0:
             self.warmup_left -= 1
-        else:
-            self.durations.append(elapsed)
+            return
+        self.durations.append(end - start)
+        if self.times_phases:
+            last = next(reversed(self._current))
+            self._current[last] += end - self._last_mark
+            self.phases.append(self._current)
 
 
 def summarize(durations: list[float]) -> dict[str, float | int]:

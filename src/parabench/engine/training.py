@@ -26,7 +26,14 @@ from parabench.engine.timing import StepClock
 from parabench.errors import ConfigError, RunStopped
 from parabench.io import write_json
 from parabench.runtime import load
-from parabench.runtime.collectives import broadcast_object, gather_objects, gather_to_main, on_cpu, slowest_per_step
+from parabench.runtime.collectives import (
+    allreduce_seconds,
+    broadcast_object,
+    gather_objects,
+    gather_to_main,
+    on_cpu,
+    slowest_per_step,
+)
 from parabench.runtime.memory import StepMemory, memory_kind, per_rank
 from parabench.runtime.process import Process
 from parabench.runtime.torchrun import PROGRESS_ENV
@@ -118,18 +125,22 @@ def build_trainer(plan: RunPlan, process: Process, steps_per_epoch: int,
     return Trainer(parallel, optimizer, workload.lr_schedule(optimizer, settings, steps_per_epoch))
 
 
-def optimizer_step(trainer: Trainer, data: WorkloadData, batch: Batch) -> tuple[StepResult, Tensor]:
+def optimizer_step(trainer: Trainer, data: WorkloadData, batch: Batch,
+                   mark: Callable[[str], None] = lambda phase: None) -> tuple[StepResult, Tensor]:
     """Batch to the strategy's device and through the workload's transform (where this process reads the inputs),
     forward and backward through the strategy, the update and the schedule; returns the step's result and the targets
-    it was scored against (a transform never changes them)."""
+    it was scored against (a transform never changes them). `mark(phase)` is called as each of timing.PHASES ends."""
+    trainer.optimizer.zero_grad(set_to_none=True)
     batch = batch.to(trainer.parallel.input_device)
     if trainer.parallel.reads_inputs:
         batch = data.transform(batch)
-    trainer.optimizer.zero_grad(set_to_none=True)
+    mark("input")
     result = trainer.parallel.train_step(batch, data.loss)
+    mark("forward_backward")
     trainer.optimizer.step()
     if trainer.schedule is not None:
         trainer.schedule.step()
+    mark("optimizer")
     return result, batch.targets
 
 
@@ -184,7 +195,7 @@ def train_pass(trainer: Trainer, data: WorkloadData, batches: Iterable[Batch], s
     for step, batch in enumerate(bar, start=1):
         try:
             with clock.step():
-                result, targets = optimizer_step(trainer, data, batch)
+                result, targets = optimizer_step(trainer, data, batch, clock.mark)
         except Exception as err:  # a lost peer's collective error, an out-of-memory: say at which step
             raise StepFailed(step, steps, err) from err
         if after_step is not None:
@@ -389,13 +400,16 @@ def transform_rate(data: WorkloadData, batches: list[Batch], device: torch.devic
 
 
 def measure_cell(plan: RunPlan, process: Process, data: WorkloadData, warmup: int, timed: int, out: Path) -> None:
-    """Time `timed` steps after `warmup`; a step lasts as long as its slowest rank. Before them, time the
-    transform alone on the same batches (where this process reads the inputs; rank 0 always does): whether the
-    input path could starve training. Peak memory counts the steps alone, the model's setup left out."""
+    """Time `timed` steps after `warmup`; a step lasts as long as its slowest rank, and each rank records where its
+    own step went (timing.PHASES). Before them, time the transform alone on the same batches (where this process
+    reads the inputs; rank 0 always does): whether the input path could starve training. Peak memory counts the
+    steps alone, the model's setup left out. A data-parallel run then times one all-reduce of all its gradients at
+    once: what its communication would cost if none of it were hidden behind the backward pass."""
     trainer = build_trainer(plan, process, steps_per_epoch(data.train_units, plan.global_batch))
     trainer.parallel.module.train()
     shard_index, shard_count = shard_of(plan, trainer.parallel, process)
-    clock, memory = StepClock(trainer.parallel.devices, warmup), StepMemory(trainer.parallel.devices)
+    clock = StepClock(trainer.parallel.devices, warmup, phases=True)
+    memory = StepMemory(trainer.parallel.devices)
     batches = list(itertools.islice(endless_batches(data, plan, shard_index, shard_count), warmup + timed))
     input_rate = (transform_rate(data, batches, trainer.parallel.input_device, warmup)
                   if trainer.parallel.reads_inputs else None)
@@ -406,11 +420,18 @@ def measure_cell(plan: RunPlan, process: Process, data: WorkloadData, warmup: in
     memory.read()
     others = load.job_other_cpu_share(started, load.mark())
     durations = slowest_per_step(clock.durations)
+    phases = gather_objects(clock.phases)
     peaks = per_rank(gather_objects(memory.peaks_mb))  # type: ignore[arg-type]
+    full_allreduce = None
+    if plan.strategy.data_parallel and plan.copies == 1 and process.world_size > 1:
+        numel = sum(parameter.numel() for _, parameter in trainer.parallel.named_parameters())
+        full_allreduce = allreduce_seconds(numel, process.device)
     if process.is_main:
         write_json(out, {
             "unit": data.unit,
             "step_durations": durations,
+            "phase_durations": phases,
+            "gradient_allreduce_s": full_allreduce,
             "peak_memory_mb": peaks,
             "memory_kind": memory_kind(process.device),
             "other_cpu_share": others,

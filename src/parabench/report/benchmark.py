@@ -10,6 +10,7 @@ from parabench.engine.timing import summarize
 from parabench.io import write_atomic, write_json
 from parabench.paths import benchmark_figure_file, benchmark_metrics_dir, benchmark_table_file, results_file
 from parabench.report.benchmark_figure import draw
+from parabench.report.time_split import PART_MEANINGS, time_split, typical_parts
 from parabench.runtime.environment import describe
 from parabench.runtime.load import CONTENDED_SHARE
 
@@ -66,6 +67,7 @@ def summarize_cells(entries: list[CellRuns]) -> dict[str, dict[str, Any]]:
     results = {entry.cell.label: cell_result(entry) for entry in entries}
     ran = [figures for figures in results.values() if figures["status"] == "ran"]
     reference, ceiling = results.get(REFERENCE, {}), results.get(CEILING, {})
+    add_time_splits(entries, results)
     for figures in ran:
         figures["speedup"] = figures["rate"] / reference["rate"] if reference.get("status") == "ran" else None
         figures["scaling_efficiency"] = figures["speedup"] / figures["devices"] if figures["speedup"] else None
@@ -75,6 +77,24 @@ def summarize_cells(entries: list[CellRuns]) -> dict[str, dict[str, Any]]:
         comparable = comparable and bool(figures["speedup"]) and bool(ceiling["speedup"])
         figures["efficiency_vs_ceiling"] = figures["speedup"] / ceiling["speedup"] if comparable else None
     return results
+
+
+def add_time_splits(entries: list[CellRuns], results: dict[str, dict[str, Any]]) -> None:
+    """Each cell that ran gets its time split (report.time_split); a data-parallel strategy's compute is the ceiling
+    copies' forward and backward, where a ceiling ran on as many devices."""
+    ceilings = [entry for entry in entries if entry.cell.label == CEILING and entry.plan is not None]
+    ceiling_devices = ceilings[0].plan.devices if ceilings and ceilings[0].plan else None
+    ceiling_compute = typical_parts(ceilings[0].runs)["forward_backward"] if ceilings else None
+    for entry in entries:
+        if entry.plan is None:
+            continue
+        figures = results[entry.cell.label]
+        figures |= time_split(
+            entry.runs, entry.plan.strategy.name,
+            communicates=entry.plan.devices > 1 and entry.plan.copies == 1,
+            data_parallel=figures["data_parallel"],
+            compute_beside=ceiling_compute if entry.plan.devices == ceiling_devices else None,
+        )
 
 
 def compact(figures: dict[str, Any]) -> dict[str, Any]:
@@ -87,12 +107,14 @@ def compact(figures: dict[str, Any]) -> dict[str, Any]:
         "speedup": figures["speedup"],
         "scaling_efficiency": figures["scaling_efficiency"],
         "efficiency_vs_ceiling": figures["efficiency_vs_ceiling"],
+        "communication_share": figures["communication_share"],
         "contended": figures["contended"],
     }
 
 
 def table(results: dict[str, dict[str, Any]]) -> pd.DataFrame:
-    """One row per cell that ran, for `dvc plots` and the figure."""
+    """One row per cell that ran, for `dvc plots` and the figure: its rate, spread, speedups and time split (a part
+    that does not apply to the cell left empty)."""
     rows = [
         {
             "cell": label,
@@ -105,6 +127,8 @@ def table(results: dict[str, dict[str, Any]]) -> pd.DataFrame:
             "efficiency_vs_ceiling": figures["efficiency_vs_ceiling"],
             "devices": figures["devices"],
             "devices_virtual": figures["devices_virtual"],
+            "step_median_s": figures["step_time_s"]["median"],
+            **{f"{part}_s": figures["time_split_s"].get(part) for part in PART_MEANINGS},
         }
         for label, figures in results.items()
         if figures["status"] == "ran"

@@ -66,6 +66,7 @@ def benchmark_rows() -> list[dict]:
                 "speedup": figures.get("speedup"),
                 "efficiency": figures.get("scaling_efficiency"),
                 "vs_ceiling": figures.get("efficiency_vs_ceiling"),
+                "comm_share": figures.get("communication_share"),
                 "contended": figures.get("contended"),
             })
     return rows
@@ -118,7 +119,9 @@ def main() -> None:
     print("Data:")
     print("\n".join(textwrap.fill(line, WIDTH, subsequent_indent="    ") for line in origins))
     print("\nBenchmark: every strategy in fresh processes, interleaved rounds (ceiling: independent copies of single")
-    print("side by side, the bound for data-parallel strategies on this machine; vs_ceiling is theirs alone):")
+    print("side by side, the bound for data-parallel strategies on this machine; vs_ceiling is theirs alone;")
+    print("comm_share: the step's communication not hidden behind compute; plots/figures/benchmark-*.png splits")
+    print("every cell's step into its parts):")
     print(table(benchmark_rows()))
     print("\nInput path, one process: the workload's transform (decode, normalise, augment) alone against a whole")
     print("training step; headroom below 1 would starve training:")

@@ -1,0 +1,86 @@
+"""Where a benchmark cell's step goes: its median step split into measured parts that add up to it.
+
+Every rank of a cell marks where its own step's phases end (engine.timing.PHASES: input, forward_backward,
+optimizer; devices synchronised at each mark). Per timed step, each phase is averaged over the ranks, and `idle` is
+how long a rank waited, on average, for the slowest one (a parallel step ends when its last rank does), so a step's
+parts add up to that step exactly. The split is the parts' mean over the cell's typical steps (the central half by
+duration, where the median step lies), checked to add up to the median step within ADDS_UP_WITHIN.
+
+Forward and backward are split by a difference. Where a run has no communication (one device, or the ceiling's
+independent copies) they are `compute`. A data-parallel strategy's replicas each do what a ceiling copy does, on the
+same share of the batch under the same load, plus communication: the ceiling copies' typical forward and backward is
+its `compute`, and the rest of its own is `communication`, the part of it not hidden behind compute. Beside it,
+`gradient_allreduce_s` (one all-reduce of every gradient at once, timed in the cell) is what communication would
+cost with none of it hidden: ddp and allreduce move exactly that, so `communication_hidden_share` = 1 - exposed /
+full. Where neither applies (model_parallel, pipeline: transfers between stages and the pipeline's bubble happen
+inside the step), the part stays `forward_backward`, communication included.
+"""
+
+import statistics
+from typing import Any
+
+from parabench.engine.timing import PHASES
+
+ADDS_UP_WITHIN = 0.05  # the parts' sum against the median step, relative
+MOVE_ALL_GRADIENTS = ("ddp", "allreduce")  # strategies whose communication is one all-reduce of every gradient
+
+PART_MEANINGS = {
+    "input": "the batch moved to the device and the workload's transform",
+    "compute": "forward and backward, no communication",
+    "communication": "what communication adds to forward and backward: the part not hidden behind compute",
+    "forward_backward": "forward and backward, communication included (not separable here)",
+    "optimizer": "the update and the learning-rate schedule",
+    "idle": "waiting for the slowest rank",
+}
+
+
+def step_parts(phase_durations: list[list[dict[str, float]]]) -> list[dict[str, float]]:
+    """Per timed step, from every rank's phases: each phase averaged over the ranks, and `idle`, how long a rank
+    waited on average for the slowest; the parts of a step add up to its slowest rank's time."""
+    parts = []
+    for ranks in zip(*phase_durations, strict=True):
+        own = [sum(phases.values()) for phases in ranks]
+        slowest = max(own)
+        parts.append({**{phase: statistics.fmean(phases[phase] for phases in ranks) for phase in PHASES},
+                      "idle": statistics.fmean(slowest - time for time in own)})
+    return parts
+
+
+def typical_parts(runs: list[dict[str, Any]]) -> dict[str, float]:
+    """Each part's mean over the typical steps of every run (round) of a cell: the central half of its timed steps
+    by duration, where its median step lies (a part's own median would not add up with the others')."""
+    steps = sorted((parts for run in runs for parts in step_parts(run["phase_durations"])),
+                   key=lambda parts: sum(parts.values()))
+    typical = steps[len(steps) // 4: len(steps) - len(steps) // 4]
+    return {part: statistics.fmean(step[part] for step in typical) for part in typical[0]}
+
+
+def time_split(runs: list[dict[str, Any]], strategy: str, communicates: bool, data_parallel: bool,
+               compute_beside: float | None) -> dict[str, Any]:
+    """The split of a cell's median step: `communicates` false for a run with nothing to communicate (one device,
+    the ceiling's copies); `compute_beside`, for a data-parallel strategy, the ceiling copies' forward and backward
+    on the same devices (None where no comparable ceiling ran)."""
+    parts = typical_parts(runs)
+    forward_backward = parts.pop("forward_backward")
+    split = {"input": parts["input"]}
+    if not communicates:
+        split["compute"] = forward_backward
+    elif data_parallel and compute_beside is not None:
+        split["compute"] = min(compute_beside, forward_backward)
+        split["communication"] = forward_backward - split["compute"]
+    else:
+        split["forward_backward"] = forward_backward
+    split |= {"optimizer": parts["optimizer"], "idle": parts["idle"]}
+    step = statistics.median(duration for run in runs for duration in run["step_durations"])
+    full = [run["gradient_allreduce_s"] for run in runs if run.get("gradient_allreduce_s") is not None]
+    hidden = None
+    if "communication" in split and full and strategy in MOVE_ALL_GRADIENTS:
+        hidden = min(1.0, max(0.0, 1 - split["communication"] / statistics.median(full)))
+    return {
+        "time_split_s": split,
+        "time_split_vs_step": sum(split.values()) / step - 1,
+        "time_split_adds_up": abs(sum(split.values()) / step - 1) <= ADDS_UP_WITHIN,
+        "gradient_allreduce_s": statistics.median(full) if full else None,
+        "communication_share": split["communication"] / step if "communication" in split else None,
+        "communication_hidden_share": hidden,
+    }

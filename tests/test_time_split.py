@@ -1,0 +1,68 @@
+"""Real benchmark cells (single, the ceiling's copies, ddp on 2 gloo ranks, model_parallel) record where each rank's
+step went, and the benchmark splits every cell's step into parts that add up to it (tests/test_benchmark_report.py
+checks the arithmetic on set figures)."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from parabench.engine.cells import Cell, CellRuns
+from parabench.engine.plan import RunPlan
+from parabench.engine.timing import PHASES
+from parabench.engine.training import measure_cell
+from parabench.report.benchmark import summarize_cells
+from parabench.runtime.process import Process
+from tests.multiprocess import run_ranks
+from tests.setups import CPU_PROCESS, cpu_setup, separable_data, tiny_plan
+
+WARMUP, TIMED = 1, 4
+
+
+def cell_plan(cell: Cell) -> RunPlan:
+    plan = tiny_plan(cell.strategy, cpu_setup(devices=2, batch_shape=(16, 1, 28, 28)), "benchmark")
+    return plan.model_copy(update={"copies": cell.copies})
+
+
+def measure_rank(rank: int, world_size: int, cell: Cell, out: Path) -> None:
+    torch.set_num_threads(1)
+    process = Process(rank, rank, world_size, torch.device("cpu")) if world_size > 1 else CPU_PROCESS
+    measure_cell(cell_plan(cell), process, separable_data(), WARMUP, TIMED, out)
+
+
+def measured(cell: Cell, out: Path) -> CellRuns:
+    plan = cell_plan(cell)
+    if plan.distributed or cell.copies > 1:
+        run_ranks(plan.processes, measure_rank, cell, out)
+    else:
+        measure_rank(0, 1, cell, out)
+    return CellRuns(cell, plan, runs=[json.loads(out.read_text())])
+
+
+@pytest.mark.slow
+def test_every_cell_s_step_splits_into_parts_that_add_up_to_it(tmp_path):
+    cells = [Cell("fashion_mnist", "single"), Cell("fashion_mnist", "ddp"), Cell("fashion_mnist", "model_parallel"),
+             Cell("fashion_mnist", "single", copies=2)]
+    entries = [measured(cell, tmp_path / f"{number}.json") for number, cell in enumerate(cells)]
+    for entry in entries:
+        run = entry.runs[0]
+        ranks = run["phase_durations"]
+        assert len(ranks) == entry.plan.processes and all(len(steps) == TIMED for steps in ranks)
+        for step, duration in enumerate(run["step_durations"]):
+            assert all(set(ranks[rank][step]) == set(PHASES) for rank in range(len(ranks)))
+            slowest_own = max(sum(ranks[rank][step].values()) for rank in range(len(ranks)))
+            assert slowest_own == pytest.approx(duration, rel=1e-9), "a step's phases add up to it on every rank"
+    results = summarize_cells(entries)
+    for label, figures in results.items():
+        split = figures["time_split_s"]
+        assert all(seconds >= 0 for seconds in split.values()), (label, split)
+        assert figures["time_split_vs_step"] == pytest.approx(sum(split.values()) / figures["step_time_s"]["median"]
+                                                              - 1)
+    assert set(results["ddp"]["time_split_s"]) == {"input", "compute", "communication", "optimizer", "idle"}
+    assert results["ddp"]["gradient_allreduce_s"] > 0
+    assert 0 <= results["ddp"]["communication_hidden_share"] <= 1
+    assert set(results["single"]["time_split_s"]) == {"input", "compute", "optimizer", "idle"}
+    assert results["single"]["time_split_s"]["idle"] == 0, "one process waits for nobody"
+    assert "forward_backward" in results["model_parallel"]["time_split_s"]
+    assert results["ceiling"]["gradient_allreduce_s"] is None, "independent copies communicate nothing"
