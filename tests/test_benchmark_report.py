@@ -5,7 +5,7 @@ import pytest
 from parabench.engine.cells import Cell, CellRuns, interleaved
 from parabench.report.benchmark import compact, skipped, summarize_cells, table
 from parabench.report.benchmark_figure import draw
-from parabench.report.time_split import time_split
+from parabench.report.time_split import cut_parts, time_split
 from tests.setups import cpu_setup, tiny_plan
 
 
@@ -94,6 +94,31 @@ def test_parts_that_do_not_describe_the_median_step_are_flagged():
     skewed = {**run([0.6, 0.6, 0.2], 1), "phase_durations": [steps]}
     split = time_split([skewed], "single", communicates=False, data_parallel=False, compute_beside=None)
     assert split["time_split_vs_step"] == pytest.approx(1.4 / 3 / 0.6 - 1) and split["time_split_adds_up"] is False
+
+
+@pytest.mark.parametrize(("details", "expected"), [
+    # 4 micro-batches through stages of 0.01 s and 0.03 s that overlap: the bound 0.13 s = even work 4 x 0.02 +
+    # imbalance 4 x 0.01 + bubble 0.01 (the other stage, while the slowest waits); 0.07 s beyond it moved activations
+    # and gradients
+    ({"engine": "distributed", "micro_batches": 4, "stage_seconds": [0.01, 0.03]},
+     {"compute": 0.08, "imbalance": 0.04, "bubble": 0.01, "communication": 0.07}),
+    # three equal stages of 0.02 s: the bubble is torchgpipe's (S - 1) x the stage
+    ({"engine": "distributed", "micro_batches": 4, "stage_seconds": [0.02, 0.02, 0.02]},
+     {"compute": 0.08, "imbalance": 0.0, "bubble": 0.04, "communication": 0.08}),
+    # in one process on one CPU the stages run in turn: 4 x (0.01 + 0.03)
+    ({"engine": "inprocess", "devices_virtual": True, "micro_batches": 4, "stage_seconds": [0.01, 0.03]},
+     {"compute": 0.16, "communication": 0.04}),
+    # model_parallel: the whole batch once through both stages, in turn
+    ({"stage_seconds": [0.05, 0.1]}, {"compute": 0.15, "communication": 0.05}),
+])
+def test_a_cut_model_s_forward_backward_splits_by_its_stages_seconds(details, expected):
+    assert cut_parts(details, forward_backward=0.2) == pytest.approx(expected)
+
+
+def test_a_bound_above_the_measured_step_leaves_no_negative_part_and_the_split_says_it_is_off():
+    staged = {**run([0.1, 0.1, 0.1], 1), "strategy_details": {"micro_batches": 1, "stage_seconds": [0.2, 0.2]}}
+    split = time_split([staged], "model_parallel", communicates=True, data_parallel=False, compute_beside=None)
+    assert split["time_split_s"]["communication"] == 0 and split["time_split_adds_up"] is False
 
 
 def test_a_data_parallel_cell_without_a_ceiling_keeps_its_communication_inside_forward_backward():

@@ -86,8 +86,9 @@ def test_model_parallel_equals_single(balance):
     torch.testing.assert_close(outputs, single_outputs, rtol=RTOL, atol=ATOL)
     torch.testing.assert_close(loss, single_loss, rtol=RTOL, atol=ATOL)
     assert_same(gradients, single_gradients)
-    shares = parallel.details.pop("stage_time_share")
+    shares, seconds = parallel.details.pop("stage_time_share"), parallel.details.pop("stage_seconds")
     assert len(shares) == STAGES and sum(shares) == pytest.approx(1, abs=1e-3) and min(shares) > 0
+    assert len(seconds) == STAGES and min(seconds) > 0
     assert parallel.details == {"stages": STAGES, "cut": parallel.module.sizes, "balance": balance,
                                 "devices_virtual": True}
     assert parallel.full_state_dict().keys() == make_model().state_dict().keys()
@@ -101,7 +102,7 @@ def test_pipeline_inprocess_equals_single_with_frozen_batchnorm(split_size, bala
     torch.testing.assert_close(outputs, single_outputs, rtol=RTOL, atol=ATOL)
     torch.testing.assert_close(loss, single_loss, rtol=RTOL, atol=ATOL)
     assert_same(gradients, single_gradients)
-    assert len(parallel.details.pop("stage_time_share")) == STAGES
+    assert len(parallel.details.pop("stage_time_share")) == len(parallel.details.pop("stage_seconds")) == STAGES
     assert parallel.details == {
         "engine": "inprocess", "split_size": split_size, "micro_batches": -(-BATCH // split_size), "stages": STAGES,
         "cut": parallel.module.sizes, "balance": balance, "devices_virtual": True,

@@ -14,8 +14,8 @@ from matplotlib.figure import Figure  # noqa: E402
 from parabench.io import write_atomic  # noqa: E402
 from parabench.report.time_split import PART_MEANINGS  # noqa: E402
 
-PART_COLOURS = {"input": "#8c8c8c", "compute": "#4c72b0", "communication": "#dd8452", "forward_backward": "#8172b3",
-                "optimizer": "#55a868", "idle": "#c44e52"}
+PART_COLOURS = {"input": "#8c8c8c", "compute": "#4c72b0", "imbalance": "#64b5cd", "bubble": "#ccb974",
+                "communication": "#dd8452", "forward_backward": "#8172b3", "optimizer": "#55a868", "idle": "#c44e52"}
 
 
 def draw(workload: str, rows: pd.DataFrame, skipped: list[tuple[str, str]], path: Path) -> None:

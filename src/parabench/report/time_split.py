@@ -12,8 +12,17 @@ same share of the batch under the same load, plus communication: the ceiling cop
 its `compute`, and the rest of its own is `communication`, the part of it not hidden behind compute. Beside it,
 `gradient_allreduce_s` (one all-reduce of every gradient at once, timed in the cell) is what communication would
 cost with none of it hidden: ddp and allreduce move exactly that, so `communication_hidden_share` = 1 - exposed /
-full. Where neither applies (model_parallel, pipeline: transfers between stages and the pipeline's bubble happen
-inside the step), the part stays `forward_backward`, communication included.
+full. A cut model (model_parallel, pipeline) is split from its stages' forward and backward seconds, measured on
+one micro-batch (the whole batch for model_parallel) when the strategy cut the model (`stage_seconds`). Where the
+stages can overlap (the distributed engine, or in-process on real devices), the slowest stage works m micro-batches
+and waits, at least, while every other stage takes the first micro-batch forward and the last one back: no schedule
+beats m x slowest + (sum - slowest). That is the work shared evenly (`compute`, m x the mean stage), the
+`imbalance` (m x (slowest - mean)) and the `bubble` (sum - slowest; (S - 1) x slowest for S equal stages,
+torchgpipe's and seed 001's figure). Where they cannot (one process on one CPU), the stages run in turn: `compute`
+is m x sum. What forward and backward took beyond that is `communication`: moving activations and gradients between
+stages and the schedule's own work.
+Where none of this applies (a data-parallel strategy without a ceiling beside it), the part stays
+`forward_backward`, communication included.
 """
 
 import statistics
@@ -27,6 +36,8 @@ MOVE_ALL_GRADIENTS = ("ddp", "allreduce")  # strategies whose communication is o
 PART_MEANINGS = {
     "input": "the batch moved to the device and the workload's transform",
     "compute": "forward and backward, no communication",
+    "imbalance": "a pipeline's stages waiting for its slowest: micro-batches x (slowest - mean stage)",
+    "bubble": "a pipeline filling and draining: the other stages' time while its slowest waits",
     "communication": "what communication adds to forward and backward: the part not hidden behind compute",
     "forward_backward": "forward and backward, communication included (not separable here)",
     "optimizer": "the update and the learning-rate schedule",
@@ -55,6 +66,23 @@ def typical_parts(runs: list[dict[str, Any]]) -> dict[str, float]:
     return {part: statistics.fmean(step[part] for step in typical) for part in typical[0]}
 
 
+def cut_parts(details: dict[str, Any], forward_backward: float) -> dict[str, float] | None:
+    """A cut model's forward and backward from its stages' measured seconds (None for a model not cut)."""
+    seconds = details.get("stage_seconds")
+    if not seconds:
+        return None
+    micro_batches = details.get("micro_batches", 1)
+    overlapping = details.get("engine") == "distributed" or (details.get("engine") == "inprocess"
+                                                              and not details.get("devices_virtual"))
+    if overlapping:
+        slowest, mean = max(seconds), statistics.fmean(seconds)
+        parts = {"compute": micro_batches * mean, "imbalance": micro_batches * (slowest - mean),
+                 "bubble": sum(seconds) - slowest}
+    else:
+        parts = {"compute": micro_batches * sum(seconds)}
+    return parts | {"communication": max(0.0, forward_backward - sum(parts.values()))}
+
+
 def time_split(runs: list[dict[str, Any]], strategy: str, communicates: bool, data_parallel: bool,
                compute_beside: float | None) -> dict[str, Any]:
     """The split of a cell's median step: `communicates` false for a run with nothing to communicate (one device,
@@ -63,8 +91,11 @@ def time_split(runs: list[dict[str, Any]], strategy: str, communicates: bool, da
     parts = typical_parts(runs)
     forward_backward = parts.pop("forward_backward")
     split = {"input": parts["input"]}
+    cut = cut_parts(runs[-1]["strategy_details"], forward_backward)
     if not communicates:
         split["compute"] = forward_backward
+    elif cut is not None:
+        split |= cut
     elif data_parallel and compute_beside is not None:
         split["compute"] = min(compute_beside, forward_backward)
         split["communication"] = forward_backward - split["compute"]

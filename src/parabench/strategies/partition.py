@@ -85,16 +85,23 @@ def _forward_backward_seconds(block: nn.Module, inputs: Tensor) -> float:
 
 @dataclass(frozen=True)
 class StageCut:
-    """Blocks per stage, how they were chosen, and each stage's share of the measured forward+backward time."""
+    """Blocks per stage, how they were chosen, and each stage's measured forward+backward seconds on the sample (one
+    micro-batch, or the whole batch where there are none) and share of their sum."""
 
     sizes: list[int]
     balance: str
-    stage_time_share: list[float]
+    stage_seconds: list[float]
+
+    @property
+    def stage_time_share(self) -> list[float]:
+        """Each stage's share of the stages' summed forward+backward time."""
+        return [stage / sum(self.stage_seconds) for stage in self.stage_seconds]
 
     def details(self) -> dict[str, object]:
         """What the metrics record about the cut."""
         return {"cut": self.sizes, "balance": self.balance,
-                "stage_time_share": [round(share, 4) for share in self.stage_time_share]}
+                "stage_time_share": [round(share, 4) for share in self.stage_time_share],
+                "stage_seconds": [round(seconds, 6) for seconds in self.stage_seconds]}
 
 
 def choose_cut(model: nn.Sequential, balance: str, stages: int, sample_inputs: Tensor,
@@ -111,8 +118,7 @@ def choose_cut(model: nn.Sequential, balance: str, stages: int, sample_inputs: T
         assert documented is not None and len(documented) == stages, "checked by stage_devices.check_stages"
         sizes = list(documented)
     starts = list(accumulate(sizes, initial=0))
-    stage_times = [sum(times[start:start + size]) for start, size in zip(starts, sizes)]
-    return StageCut(sizes, balance, [stage / sum(stage_times) for stage in stage_times])
+    return StageCut(sizes, balance, [sum(times[start:start + size]) for start, size in zip(starts, sizes)])
 
 
 def cut(model: nn.Sequential, sizes: Sequence[int]) -> list[nn.Sequential]:
