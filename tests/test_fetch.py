@@ -84,13 +84,15 @@ def _other_gz(raw: bytes) -> bytes:
     return buffer.getvalue()
 
 
-def test_download_verifies_and_lands_at_dest(server: FileServer, gz_body: bytes, sha: str, dest_dir: Path) -> None:
+def test_download_verifies_and_lands_at_dest(server: FileServer, gz_body: bytes, sha: str, dest_dir: Path,
+                                             capfd: pytest.CaptureFixture[str]) -> None:
     server.routes["/" + NAME] = Route(gz_body)
     path = fetch(_remote(sha, server.url("/" + NAME)), dest_dir, None, **FAST).path
     assert path == dest_dir / NAME
     assert path.read_bytes() == gz_body
     assert content_sha256(path) == sha
     assert sorted(p.name for p in dest_dir.iterdir()) == [NAME]
+    assert "B/s" not in capfd.readouterr().err, "no progress bar where the output is not a terminal (a CI log)"
 
 
 def test_dropped_connection_is_resumed_with_range(

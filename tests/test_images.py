@@ -15,7 +15,7 @@ def _image(path: Path, size: tuple[int, int], colour: tuple[int, int, int], mode
     return path
 
 
-def test_images_come_back_in_order_as_uint8_chw(tmp_path: Path) -> None:
+def test_images_come_back_in_order_as_uint8_chw(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     colours = [(255, 0, 0), (0, 255, 0), (0, 0, 255), (10, 20, 30), (200, 100, 50)]
     paths = [_image(tmp_path / f"{index}.png", (12, 10), colour) for index, colour in enumerate(colours)]
     images, problems = decode_images(paths, size=(10, 12), workers=2)
@@ -23,6 +23,7 @@ def test_images_come_back_in_order_as_uint8_chw(tmp_path: Path) -> None:
     assert images.dtype == np.uint8 and images.shape == (5, 3, 10, 12)
     for image, colour in zip(images, colours, strict=True):
         assert image.reshape(3, -1).T.tolist() == [list(colour)] * 120
+    assert capfd.readouterr().err == "", "no progress bar where the output is not a terminal (a CI log)"
 
 
 def test_other_sizes_and_modes_are_resized_and_made_rgb(tmp_path: Path) -> None:

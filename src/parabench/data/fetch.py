@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tqdm import tqdm
+
 from parabench.data.deadline import remaining_s, within_deadline
 from parabench.errors import DataError, DownloadError
 from parabench.io import write_atomic
@@ -381,10 +383,15 @@ def _download_once(url: str, part: Path, timeout_s: float) -> None:
             logger.warning("%s ignored the Range request; restarting from zero", url)
         expected = response.headers.get("Content-Length")
         received = 0
-        with part.open("ab" if resuming else "wb") as out:
+        with (
+            part.open("ab" if resuming else "wb") as out,
+            tqdm(total=int(expected) if expected else None, initial=0, unit="B", unit_scale=True, leave=False,
+                 desc=part.name.removesuffix(".part"), disable=None) as progress,
+        ):
             while chunk := response.read(CHUNK_BYTES):
                 out.write(chunk)
                 received += len(chunk)
+                progress.update(len(chunk))
     if expected is not None and received < int(expected):
         raise _TransientError(f"connection closed after {received} of {expected} bytes")
 

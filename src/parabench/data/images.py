@@ -40,7 +40,7 @@ def decode_images(
     problems: dict[int, str] = {}
     with (
         ProcessPoolExecutor(max_workers=min(workers, len(starts))) as pool,
-        tqdm(total=len(paths), unit="img", desc="decoding images") as progress,
+        tqdm(total=len(paths), unit="img", desc="decoding images", leave=False, disable=None) as progress,
     ):
         futures = {
             pool.submit(_decode_chunk, [str(path) for path in paths[start : start + chunk]], size): start

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 from parabench.config import PARAMS_FILE, Sweep, sweep_params, validate_params, with_overrides
 from parabench.engine.plan import RunPlan, make_plan
 from parabench.engine.worker import run_plan_workers
@@ -80,7 +82,10 @@ def run_cells(planned: list[CellRuns], rounds: int, warmup_steps: int, timed_ste
     runnable = [entry for entry in planned if entry.plan is not None]
     for entry in runnable:
         entry.plan.workload.prefetch(entry.plan.settings)
-    with tempfile.TemporaryDirectory(prefix="parabench-cells-") as scratch:
+    with (
+        tempfile.TemporaryDirectory(prefix="parabench-cells-") as scratch,
+        tqdm(total=rounds * len(runnable), unit="cell", desc="cells", disable=None) as progress,
+    ):
         for round_index in range(rounds):
             for number, entry in enumerate(interleaved(runnable, round_index)):
                 assert entry.plan is not None
@@ -89,6 +94,7 @@ def run_cells(planned: list[CellRuns], rounds: int, warmup_steps: int, timed_ste
                 run_plan_workers(entry.plan, f"the benchmark of {entry.cell.label} on {entry.cell.workload}",
                                  ["--out", str(out), "--warmup", str(warmup_steps), "--steps", str(timed_steps)])
                 entry.runs.append(read_json(out))
+                progress.update()
 
 
 def benchmark_cells(workload: str, strategies: list[str], devices: int) -> list[Cell]:
