@@ -142,7 +142,7 @@ def test_skipped_cell_has_a_reason_and_no_number(tmp_path):
     rows = table(results)
     assert list(rows["cell"]) == ["single", "ddp", "ceiling", "model_parallel"]
     assert skipped(results) == [("dp", "needs CUDA; use ddp")]
-    draw("fashion_mnist", rows, skipped(results), tmp_path / "figure.png")
+    draw("fashion_mnist", rows, skipped(results), "a machine", tmp_path / "figure.png")
     assert (tmp_path / "figure.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

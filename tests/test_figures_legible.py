@@ -2,12 +2,14 @@
 
 from itertools import combinations
 
+import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 from parabench.report.benchmark import skipped, summarize_cells, table
 from parabench.report.benchmark_figure import benchmark_figure
+from parabench.report.sweep_figure import sweep_figure
 from tests.test_benchmark_report import entries
 
 
@@ -27,7 +29,20 @@ def overlapping_texts(figure: Figure) -> list[tuple[str, str]]:
 
 def test_the_benchmark_figure_s_texts_do_not_overlap():
     results = summarize_cells(entries())
-    figure = benchmark_figure("fashion_mnist", table(results), skipped(results))
+    figure = benchmark_figure("fashion_mnist", table(results), skipped(results),
+                              "AMD EPYC (AVX512), 2 cores, no GPU, torch 2.14.1+cu130, CUDA 13.0")
+    assert overlapping_texts(figure) == []
+
+
+def test_the_sweep_figure_s_texts_do_not_overlap():
+    tables = {curve: pd.DataFrame({"value": [1, 4, 12, 24], "median_s": [5.0, 1.0, 1.5, 3.0],
+                                   "p25_s": [4.0, 0.9, 1.4, 2.9], "p75_s": [6.0, 1.2, 1.6, 3.1]})
+              for curve in ("gpipe", "1f1b")}
+    lines = {"single": {"median_s": 2.0, "p25_s": 1.9, "p75_s": 2.1}, "model_parallel": {"skipped": "needs 2"}}
+    figure = sweep_figure("resnet50: pipeline over pipeline.split_size.resnet50 (split_size_distributed, quick "
+                          "scale)\nmeasured on AMD EPYC (AVX512), 2 cores, no GPU, torch 2.14.1+cu130, CUDA 13.0",
+                          "pipeline.split_size.resnet50", tables, lines,
+                          ["1f1b pipeline.split_size.resnet50=4 skipped: 1f1b needs micro-batches"])
     assert overlapping_texts(figure) == []
 
 

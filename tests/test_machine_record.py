@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from parabench.runtime import environment, gpu_signs, load
-from parabench.runtime.environment import describe, machine_identity
+from parabench.runtime.environment import describe, machine_identity, machine_line
 from tests.setups import cpu_setup
 
 
@@ -117,3 +117,13 @@ def test_a_busy_machine_is_seen(monkeypatch):
     if share is None:
         pytest.skip("no /proc/stat on this system")
     assert share > 0.5 / (os.cpu_count() or 1), "one core of the machine's was busy"
+
+
+def test_the_machine_line_names_cpu_isa_cores_gpus_and_versions():
+    identity = {"cpu_model": "AMD EPYC 9B14", "cpu_capability": "AVX512", "cores": 2, "torch": "2.14.1+cu130",
+                "cuda": "13.0", "gpus": []}
+    assert machine_line(identity) == "AMD EPYC 9B14 (AVX512), 2 cores, no GPU, torch 2.14.1+cu130, CUDA 13.0"
+    four = [{"name": "NVIDIA H100"}] * 4
+    assert "4 x NVIDIA H100" in machine_line({**identity, "gpus": four})
+    assert "NVIDIA H100, NVIDIA A100" in machine_line({**identity, "gpus": [{"name": "NVIDIA H100"},
+                                                                           {"name": "NVIDIA A100"}]})

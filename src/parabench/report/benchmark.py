@@ -11,7 +11,7 @@ from parabench.io import write_atomic, write_json
 from parabench.paths import benchmark_figure_file, benchmark_metrics_dir, benchmark_table_file, results_file
 from parabench.report.benchmark_figure import draw
 from parabench.report.time_split import PART_MEANINGS, time_split, typical_parts
-from parabench.runtime.environment import describe
+from parabench.runtime.environment import describe, machine_identity, machine_line
 from parabench.runtime.load import CONTENDED_SHARE
 
 REFERENCE = "single"
@@ -147,7 +147,7 @@ def write_benchmark(workload: str, planned: list[CellRuns], choices: dict[str, A
     results = summarize_cells(planned)
     rows = table(results)
     write_atomic(benchmark_table_file(workload), lambda tmp: rows.to_csv(tmp, index=False, float_format="%.6g"))
-    draw(workload, rows, skipped(results), benchmark_figure_file(workload))
+    draw(workload, rows, skipped(results), machine_line(machine_identity()), benchmark_figure_file(workload))
     write_json(results_file("benchmark", workload), results)
     for label, figures in results.items():
         write_json(benchmark_metrics_dir(workload) / f"{label}.json", compact(figures) | choices)

@@ -18,18 +18,18 @@ PART_COLOURS = {"input": "#8c8c8c", "compute": "#4c72b0", "imbalance": "#64b5cd"
                 "communication": "#dd8452", "forward_backward": "#8172b3", "optimizer": "#55a868", "idle": "#c44e52"}
 
 
-def draw(workload: str, rows: pd.DataFrame, skipped: list[tuple[str, str]], path: Path) -> None:
-    """Write the workload's benchmark figure as a PNG."""
-    figure = benchmark_figure(workload, rows, skipped)
+def draw(workload: str, rows: pd.DataFrame, skipped: list[tuple[str, str]], machine: str, path: Path) -> None:
+    """Write the workload's benchmark figure, measured on `machine` (its title says so), as a PNG."""
+    figure = benchmark_figure(workload, rows, skipped, machine)
     write_atomic(path, lambda tmp: figure.savefig(tmp, format="png", dpi=110, bbox_inches="tight"))
     plt.close(figure)
 
 
-def benchmark_figure(workload: str, rows: pd.DataFrame, skipped: list[tuple[str, str]]) -> Figure:
+def benchmark_figure(workload: str, rows: pd.DataFrame, skipped: list[tuple[str, str]], machine: str) -> Figure:
     """Left, a bar per cell that ran (error bars: slowest and fastest round, speedup and efficiency above); right,
     each cell's median step split into its parts; a note under the charts for each cell that was skipped."""
     figure, (rates, split) = plt.subplots(1, 2, figsize=(12, 4.8), gridspec_kw={"width_ratios": [1, 1.1]})
-    figure.subplots_adjust(wspace=0.4)
+    figure.subplots_adjust(wspace=0.4, top=0.84)
     if not rows.empty:
         draw_rates(rates, rows)
         draw_split(split, rows)
@@ -37,7 +37,8 @@ def benchmark_figure(workload: str, rows: pd.DataFrame, skipped: list[tuple[str,
     if notes:
         figure.text(0.01, 0.01, "\n".join(notes), fontsize=7, va="bottom", wrap=True)
         figure.subplots_adjust(bottom=0.25 + 0.05 * len(notes))
-    figure.suptitle(f"{workload}: training throughput by strategy, and where a step goes", fontsize=10)
+    figure.suptitle(f"{workload}: training throughput by strategy, and where a step goes\nmeasured on {machine}",
+                    fontsize=10)
     return figure
 
 

@@ -12,6 +12,7 @@ from parabench.engine.cells import REFERENCE_LINES, SweepPoint
 from parabench.io import write_atomic, write_json
 from parabench.paths import results_file, sweep_figure_file, sweep_metrics_dir, sweep_table_dir
 from parabench.report.sweep_figure import draw
+from parabench.runtime.environment import machine_identity, machine_line
 
 INPROCESS_ON_CPU = ("the in-process engine on the CPU: one process runs the stages in turn, so they cannot overlap; "
                     "only the distributed engine (one process per stage) can")
@@ -100,7 +101,8 @@ def write_sweep(name: str, sweep: Sweep, scale: str, points: list[SweepPoint], r
     for curve, table in tables.items():
         write_atomic(sweep_table_dir(name) / f"{curve}.csv",
                      lambda tmp, table=table: table.to_csv(tmp, index=False, float_format="%.6g"))
-    title = f"{sweep.workload}: {sweep.strategy} over {sweep.param} ({name}, {scale} scale)"
+    title = (f"{sweep.workload}: {sweep.strategy} over {sweep.param} ({name}, {scale} scale)\n"
+             f"measured on {machine_line(machine_identity())}")
     draw(title, sweep.param, tables, lines, [*sorted({note for note in notes.values() if note}), *skipped],
          sweep_figure_file(name))
     write_json(results_file("sweep", name), {

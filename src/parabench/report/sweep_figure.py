@@ -9,6 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 from parabench.io import write_atomic  # noqa: E402
 
@@ -17,6 +18,14 @@ LINE_COLOURS = {"single": "#555555", "model_parallel": "#c44e52"}
 
 def draw(title: str, param: str, tables: dict[str, pd.DataFrame], lines: dict[str, dict[str, Any]],
          notes: list[str], path: Path) -> None:
+    """Write the sweep's figure as a PNG."""
+    figure = sweep_figure(title, param, tables, lines, notes)
+    write_atomic(path, lambda tmp: figure.savefig(tmp, format="png", dpi=110, bbox_inches="tight"))
+    plt.close(figure)
+
+
+def sweep_figure(title: str, param: str, tables: dict[str, pd.DataFrame], lines: dict[str, dict[str, Any]],
+                 notes: list[str]) -> Figure:
     """One line per curve with p25-p75 error bars; a dashed line per reference that ran; notes under the chart."""
     figure, axis = plt.subplots(figsize=(7, 4.5))
     values: list[Any] = []
@@ -41,5 +50,4 @@ def draw(title: str, param: str, tables: dict[str, pd.DataFrame], lines: dict[st
     if notes:
         figure.text(0.01, 0.01, "\n".join(notes), fontsize=7, va="bottom", wrap=True)
         figure.subplots_adjust(bottom=0.22 + 0.05 * len(notes))
-    write_atomic(path, lambda tmp: figure.savefig(tmp, format="png", dpi=110, bbox_inches="tight"))
-    plt.close(figure)
+    return figure

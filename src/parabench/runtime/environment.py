@@ -120,6 +120,15 @@ def machine_identity() -> dict[str, Any]:
     }
 
 
+def machine_line(identity: dict[str, Any]) -> str:
+    """A machine_identity() in a line, for a figure's title or a page's header: CPU model and vector ISA, cores,
+    GPUs, torch and CUDA versions."""
+    gpu_names = [gpu["name"] for gpu in identity["gpus"]]
+    gpu_text = f"{len(gpu_names)} x {gpu_names[0]}" if len(set(gpu_names)) == 1 else ", ".join(gpu_names) or "no GPU"
+    return (f"{identity['cpu_model']} ({identity['cpu_capability']}), {identity['cores']} cores, {gpu_text}, "
+            f"torch {identity['torch']}, CUDA {identity['cuda']}")
+
+
 def describe(machine: Machine, processes: int, threads: int, distributed: bool) -> dict[str, Any]:
     """The machine's identity plus how this run used it: accelerator, backend, processes, threads."""
     return {
