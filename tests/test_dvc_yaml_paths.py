@@ -64,7 +64,7 @@ def expand_list(values: Any, variables: dict[str, Any]) -> list[Any]:
 def written_paths() -> set[str]:
     """Every output path paths.py gives the stages for the shipped params.yaml."""
     params = load_params()
-    found = {paths.ENVIRONMENT_FILE.as_posix(), "results/sources"}
+    found = {paths.ENVIRONMENT_FILE.as_posix(), "results/sources", paths.REPORT_FILE.as_posix()}
     for dataset in DATASET_NAMES:
         found |= {paths.raw_dir(dataset).as_posix(), paths.prepared_dir(dataset).as_posix()}
     for workload in params.inputs:

@@ -138,6 +138,19 @@ def stages_of(*kinds: str) -> set[str]:
     return {f"{kind}@{workload}" for kind in kinds for workload in WORKLOADS}
 
 
+def assert_the_report_shows_every_seed_experiment(page: Path) -> None:
+    """report/index.html: a section per workload with its question and answer, every figure embedded, no request."""
+    text = page.read_text()
+    for workload in WORKLOADS:
+        assert f'<section id="{workload}">' in text, workload
+    assert text.count('class="answer"') == len(WORKLOADS) and "The fastest strategy here is" in text
+    # a benchmark and an epoch figure per workload, and one per sweep
+    assert text.count('src="data:image/png;base64,') == 2 * len(WORKLOADS) + len(SWEEPS)
+    assert not re.search(r'(src|href)="(https?:)?//', text), "the page asks no network for anything"
+    assert "Skipped on this machine" in text and "needs" in text, "dp's reason is on the page"
+    assert "where the step goes" in text and "compute" in text
+
+
 @pytest.mark.slow
 def test_repro_then_experiment(tmp_path):
     project = make_project(tmp_path)
@@ -146,9 +159,10 @@ def test_repro_then_experiment(tmp_path):
     run(project, "git", "commit", "-qm", "project")
 
     first = run(project, "dvc", "repro")
-    assert stages_run(first) == {"check", *SWEEPS} | stages_of(
+    assert stages_run(first) == {"check", *SWEEPS, "report"} | stages_of(
         "train", "reference", "evaluate", "benchmark", "speedup") | {
         f"{kind}@{dataset}" for kind in ("download", "prepare") for dataset in SCORED}, "resnet50 has no data stages"
+    assert_the_report_shows_every_seed_experiment(project / "report" / "index.html")
     shown = run(project, "dvc", "metrics", "show")
     header, *rows = shown.splitlines()
     # 23 columns: the workloads' and benchmark's 20 (communication_share among them), the sweeps' best_value and
@@ -163,6 +177,7 @@ def test_repro_then_experiment(tmp_path):
         assert expected in shown, expected
     summary = run(project, "python", "-m", "parabench.report.summary")
     assert "ddp vs single" in summary and "ceiling" in summary and "miniimagenet" in summary and "hotdog" in summary
+    assert summary.rstrip().endswith("report/index.html"), "make run ends by naming the report"
     run(project, "git", "add", "-A")
     run(project, "git", "commit", "-qm", "baseline")
     fresh = tmp_path / "fresh"
@@ -187,7 +202,7 @@ def test_repro_then_experiment(tmp_path):
         assert set(record["peak_memory_mb"]) == {"rank0", "rank1"}
         assert record["environment"]["cpu_capability"] and record["environment"]["cpu_model"]
     experiment = run(project, "dvc", "exp", "run", "-S", "strategy=model_parallel")
-    assert stages_run(experiment) == {"check"} | stages_of("train", "evaluate", "speedup")
+    assert stages_run(experiment) == {"check", "report"} | stages_of("train", "evaluate", "speedup")
     for workload in WORKLOADS:
         record = json.loads((project / f"results/train/{workload}.json").read_text())
         assert (record["strategy"], record["processes"], record["strategy_details"]["stages"]) == (
@@ -220,7 +235,7 @@ def test_repro_then_experiment(tmp_path):
 
     # A sweep re-runs when its own values change, and nothing else does.
     resweep = run(project, "dvc", "exp", "run", "-S", "sweeps.split_size.values.tiny=[4]")
-    assert stages_run(resweep) == {"check", "sweep@split_size"}
+    assert stages_run(resweep) == {"check", "sweep@split_size", "report"}
     swept = json.loads((project / "metrics/sweep/split_size/inprocess.json").read_text())
     assert swept["best_value"] == 4 and swept["speedup"] > 0 and swept["speedup_vs_largest_value"] == 1
 

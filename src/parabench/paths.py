@@ -4,6 +4,7 @@ from pathlib import Path
 
 ROLES = ("train", "reference")
 ENVIRONMENT_FILE = Path("results/environment.json")
+REPORT_FILE = Path("report/index.html")  # the answer on one page, every figure embedded
 
 
 def raw_dir(dataset: str) -> Path:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from parabench.io import read_json
-from parabench.paths import benchmark_metrics_dir, results_file, speedup_metrics_file
+from parabench.paths import REPORT_FILE, benchmark_metrics_dir, results_file, speedup_metrics_file
 from parabench.workloads import WORKLOADS
 
 WIDTH = 120
@@ -129,6 +129,8 @@ def main() -> None:
     print("\nSweeps: each curve's fastest value (> 1: faster than that; plots/figures/sweep-*.png has the curves):")
     print(table(sweep_rows()))
     print("\n" + WHERE)
+    if REPORT_FILE.exists():
+        print(f"\nThe answer on one page, every figure embedded (open it in a browser): {REPORT_FILE}")
 
 
 if __name__ == "__main__":

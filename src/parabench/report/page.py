@@ -1,0 +1,224 @@
+"""The answer on one page: report/index.html, one section per seed experiment, everything embedded (no request).
+
+Each section asks its seed's question, answers it in sentences computed from this machine's numbers, then shows
+the evidence: the benchmark (rates with their spread over rounds, speedups, the ceiling, where each step goes, peak
+memory, contended runs, skipped strategies and why), the training run against its reference per epoch with its
+quality and 95% interval, the sweeps of the workload, and where its data came from. The header names the machine
+and the commit; every figure names the machine too.
+"""
+
+import base64
+import datetime
+import html
+import io
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.figure import Figure
+
+from parabench.io import read_json, write_atomic
+from parabench.paths import (
+    ENVIRONMENT_FILE,
+    ROLES,
+    benchmark_figure_file,
+    results_file,
+    sweep_figure_file,
+    train_curve_file,
+)
+from parabench.report.answers import QUESTIONS, answer
+from parabench.report.epoch_figure import epoch_figure
+from parabench.report.time_split import PART_MEANINGS
+from parabench.runtime.environment import machine_line
+
+STYLE = """
+body { font-family: system-ui, sans-serif; max-width: 1180px; margin: 2em auto; padding: 0 1em; color: #222; }
+header { border-bottom: 2px solid #4c72b0; margin-bottom: 1em; }
+h2 { margin-top: 2.5em; border-bottom: 1px solid #ccc; }
+.question { font-style: italic; }
+.answer { background: #eef3fb; padding: 0.8em 1em; border-left: 4px solid #4c72b0; }
+table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+img { max-width: 100%; display: block; margin: 0.8em 0; }
+.note { color: #555; font-size: 0.9em; }
+.warn { color: #a33; }
+"""
+# After loading, the page counts its figures and those the browser could not show, says so if any, and records both on
+# <body> (data-figures, data-broken-figures) for a browser test to read.
+FIGURE_CHECK = """
+window.addEventListener("load", () => {
+  const broken = [...document.images].filter((image) => !image.complete || image.naturalWidth === 0);
+  document.body.dataset.figures = document.images.length;
+  document.body.dataset.brokenFigures = broken.length;
+  if (broken.length) {
+    const warning = document.createElement("p");
+    warning.className = "warn";
+    warning.textContent = `${broken.length} of ${document.images.length} figures could not be shown.`;
+    document.body.prepend(warning);
+  }
+});
+"""
+
+
+def figure_tag(png: bytes, alt: str) -> str:
+    """An <img> holding the PNG itself, so the page needs no other file."""
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
+
+
+def rendered(figure: Figure) -> bytes:
+    """A matplotlib figure as PNG bytes."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+    plt.close(figure)
+    return buffer.getvalue()
+
+
+def commit() -> str:
+    """The project's commit (with `+ changes` when the work tree differs from it), or why it is unknown."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                                text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git work tree)"
+    return head.stdout.strip() + (" + uncommitted changes" if status.stdout.strip() else "")
+
+
+def table_html(rows: list[dict[str, Any]]) -> str:
+    """Rows as an HTML table, every value escaped."""
+    if not rows:
+        return ""
+    head = "".join(f"<th>{html.escape(str(column))}</th>" for column in rows[0])
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(value))}</td>" for value in row.values()) + "</tr>"
+                   for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def split_text(cell: dict[str, Any]) -> str:
+    """A cell's time split as shares of its median step: `compute 71% · communication 18% · ...`."""
+    step = cell["step_time_s"]["median"]
+    return " · ".join(f"{part} {seconds / step:.0%}" for part, seconds in cell["time_split_s"].items())
+
+
+def benchmark_rows(benchmark: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per cell that ran: rate, speedup with its rounds' range, efficiency, step, split, memory, load."""
+    reference = benchmark.get("single", {})
+    rows = []
+    for label, cell in benchmark.items():
+        if cell["status"] != "ran":
+            continue
+        spread = ""
+        if reference.get("status") == "ran":
+            low, high = (cell[key] / reference["rate"] for key in ("rate_slowest_round", "rate_fastest_round"))
+            spread = f"{cell['rate'] / reference['rate']:.2f}x ({low:.2f}-{high:.2f})"
+        efficiency = cell.get("efficiency_vs_ceiling")
+        rows.append({
+            "cell": label,
+            f"{cell['unit']}s/s": f"{cell['rate']:.3g}",
+            "speedup vs single (rounds' range)": spread,
+            "of the ceiling": f"{efficiency:.0%}" if efficiency is not None else "-",
+            "median step (s)": f"{cell['step_time_s']['median']:.4g}",
+            "where the step goes": split_text(cell),
+            "split adds up (within 5%)": "yes" if cell["time_split_adds_up"] else
+            f"no ({cell['time_split_vs_step']:+.0%})",
+            f"peak memory, MB ({cell['memory_kind']})": ", ".join(f"{rank} {mb:.0f}"
+                                                                  for rank, mb in cell["peak_memory_mb"].items()),
+            "contended": "CONTENDED" if cell["contended"] else "no",
+        })
+    return rows
+
+
+def skipped_html(benchmark: dict[str, dict[str, Any]]) -> str:
+    """Each strategy that could not run here, with the reason it gave before any work."""
+    skipped = [(label, cell["reason"]) for label, cell in benchmark.items() if cell["status"] == "skipped"]
+    if not skipped:
+        return ""
+    items = "".join(f"<li><b>{html.escape(label)}</b>: {html.escape(reason)}</li>" for label, reason in skipped)
+    return f"<p>Skipped on this machine:</p><ul>{items}</ul>"
+
+
+def quality_rows(comparison: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each score of the run and its reference with its 95% interval, and the paired difference."""
+    evaluation = comparison["evaluation"]
+    rows = []
+    for metric, value in evaluation["train"].items():
+        if metric.endswith("_ci95") or not isinstance(value, float):
+            continue
+        row = {"score": metric}
+        for role in ("train", "reference"):
+            interval = evaluation[role].get(f"{metric}_ci95")
+            row[role] = f"{evaluation[role][metric]:.3f}" + (f" ± {interval:.3f}" if interval is not None else "")
+        rows.append(row)
+    paired = evaluation.get("paired")
+    if paired:
+        rows.append({"score": "difference (run - reference), paired on the same items",
+                     "train": f"{paired['delta']:+.3f} (95%: {paired['ci95_low']:+.3f} to {paired['ci95_high']:+.3f})",
+                     "reference": ""})
+    return rows
+
+
+def section(workload: str, sweep_names: list[str], machine: str) -> str:
+    """One seed experiment: question, answer, then the evidence from the pipeline's files (the sweeps among
+    `sweep_names` that sweep this workload included)."""
+    question = QUESTIONS[workload]
+    benchmark = read_json(results_file("benchmark", workload))
+    comparison = read_json(results_file("speedup", workload))
+    every_sweep = {name: read_json(results_file("sweep", name)) for name in sweep_names}
+    sweeps = {name: sweep for name, sweep in every_sweep.items() if sweep["sweep"]["workload"] == workload}
+    runs = {role: read_json(results_file(role, workload)) for role in ROLES}
+    parts = [
+        f'<section id="{workload}"><h2>Seed {question.seed} · {html.escape(workload)}: '
+        f"{html.escape(question.title)}</h2>",
+        f'<p class="question">{html.escape(question.question)}</p>',
+        f'<p class="answer">{html.escape(answer(workload, benchmark, comparison, list(sweeps.values())))}</p>',
+        "<h3>Every strategy, interleaved in fresh processes</h3>",
+        figure_tag(benchmark_figure_file(workload).read_bytes(), f"{workload} benchmark"),
+        table_html(benchmark_rows(benchmark)),
+        skipped_html(benchmark),
+        "<h3>The training run against its reference</h3>",
+        f"<p>{html.escape(runs['train']['strategy'])} against {html.escape(runs['reference']['strategy'])}.</p>",
+        figure_tag(rendered(epoch_figure(
+            workload, {f"{role}: {runs[role]['strategy']}": pd.read_csv(train_curve_file(role, workload))
+                       for role in ROLES}, machine)), f"{workload} per-epoch curves"),
+    ]
+    if comparison.get("quality"):
+        parts += [table_html(quality_rows(comparison)), f"<p>{html.escape(comparison['quality'])}</p>"]
+    else:
+        parts.append('<p class="note">No quality to compare: the data are synthetic (time only).</p>')
+    if any(runs[role]["contended"] for role in ROLES):
+        parts.append('<p class="warn">CONTENDED: other programs took over 10% of the CPU while a run was timed; '
+                     "trust the benchmark's interleaved figures over the two runs'.</p>")
+    for name in sweeps:
+        parts += [f"<h3>Sweep {html.escape(name)}</h3>", figure_tag(sweep_figure_file(name).read_bytes(), name)]
+    parts += ["<h3>Data</h3>", f"<p>{html.escape(comparison['data_origin'])}</p>", "</section>"]
+    return "\n".join(part for part in parts if part)
+
+
+def page(workloads: list[str], sweep_names: list[str]) -> str:
+    """The whole page: header (machine, commit, time), the parts' meanings, one section per workload."""
+    environment = read_json(ENVIRONMENT_FILE)
+    machine = machine_line(environment)
+    generated = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    meanings = "".join(f"<li><b>{part}</b>: {html.escape(meaning)}</li>" for part, meaning in PART_MEANINGS.items())
+    navigation = " · ".join(f'<a href="#{name}">{html.escape(name)}</a>' for name in workloads)
+    return "\n".join([
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        "<title>parabench: what each parallel strategy buys on this machine</title>",
+        f"<style>{STYLE}</style><script>{FIGURE_CHECK}</script></head><body>",
+        "<header><h1>parabench: what each parallel strategy buys on this machine</h1>",
+        f"<p>Measured on <b>{html.escape(machine)}</b>; commit {html.escape(commit())}; page written {generated}."
+        f"</p><p>{navigation}</p></header>",
+        '<p class="note">Where a step goes, part by part (the benchmark figures\' right panel):</p>',
+        f'<ul class="note">{meanings}</ul>',
+        *(section(name, sweep_names, machine) for name in workloads),
+        "</body></html>",
+    ])
+
+
+def write_page(path: Path, workloads: list[str], sweep_names: list[str]) -> None:
+    """Write the page for `workloads` and the sweeps `sweep_names` to `path`, atomically."""
+    text = page(workloads, sweep_names)
+    write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))

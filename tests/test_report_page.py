@@ -1,0 +1,61 @@
+"""report/index.html: the answer on one page, every figure embedded, checked in a real browser where there is one."""
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from parabench.paths import REPORT_FILE
+from parabench.report.page import write_page
+from tests.report_fixture import SWEEP, WORKLOADS, write_pipeline_outputs
+
+ARTEFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+BROWSER_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync")
+
+
+@pytest.fixture
+def page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The page written from a pipeline's outputs (tests/report_fixture.py), in a project folder of its own."""
+    write_pipeline_outputs(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    write_page(REPORT_FILE, list(WORKLOADS), [SWEEP])
+    return tmp_path / REPORT_FILE
+
+
+def test_the_page_answers_each_seed_with_every_figure_embedded(page: Path):
+    text = page.read_text()
+    assert "AMD EPYC 9B14 (AVX512), 2 cores, no GPU, torch 2.14.1+cu130, CUDA 13.0" in text, "the machine"
+    assert "commit unknown (not a git work tree)" in text
+    for workload, seed in (("fashion_mnist", "003"), ("resnet50", "001")):
+        assert f'<section id="{workload}"><h2>Seed {seed} · {workload}' in text
+    assert text.count('src="data:image/png;base64,') == 2 * len(WORKLOADS) + 1, "benchmark, epochs, the sweep"
+    assert not re.search(r'(src|href)="(https?:)?//', text), "no request leaves the page"
+    assert "The fastest strategy here is ddp" in text and "Over split sizes: inprocess is fastest at" in text
+    assert "dp</b>: needs CUDA; use ddp" in text, "a skipped strategy is named with its reason"
+    assert "0.850 ± 0.007" in text and "+0.000 (95%: -0.004 to +0.004)" in text, "quality with its interval"
+    assert "No quality to compare: the data are synthetic" in text
+    assert "<td>ddp</td>" in text and "input 10% · compute 53% · communication 13% · optimizer 19% · idle 5%" in text, \
+        "where ddp's step goes"
+
+
+def browser(*arguments: str, profile: Path) -> subprocess.CompletedProcess[str]:
+    """Debian's chromium, headless, offline, with a fresh profile; its console messages on stderr."""
+    return subprocess.run(["chromium", *BROWSER_FLAGS, f"--user-data-dir={profile}", "--enable-logging=stderr",
+                           "--v=0", *arguments], capture_output=True, text=True, timeout=120, check=True)
+
+
+def test_the_page_opens_in_chromium_with_every_figure_shown_and_no_console_error(page: Path, tmp_path: Path):
+    if shutil.which("chromium") is None:
+        pytest.skip("Debian's chromium is not installed (`apt-get install chromium`; .ci/run installs it)")
+    loaded = browser("--dump-dom", page.as_uri(), profile=tmp_path / "profile")
+    body = re.search(r"<body[^>]*>", loaded.stdout).group(0)
+    assert 'data-figures="5"' in body and 'data-broken-figures="0"' in body, body
+    errors = [line for line in loaded.stderr.splitlines() if re.search(r"CONSOLE:[3-9]\]|Uncaught", line)]
+    assert errors == [], errors
+    ARTEFACTS.mkdir(exist_ok=True)
+    shot = ARTEFACTS / "report-page.png"
+    browser(f"--screenshot={shot}", "--window-size=1280,2400", page.as_uri(), profile=tmp_path / "profile")
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
