@@ -9,6 +9,7 @@ from matplotlib.text import Text
 
 from parabench.report.benchmark import skipped, summarize_cells, table
 from parabench.report.benchmark_figure import benchmark_figure
+from parabench.report.epoch_figure import epoch_figure
 from parabench.report.sweep_figure import sweep_figure
 from tests.test_benchmark_report import entries
 
@@ -43,6 +44,16 @@ def test_the_sweep_figure_s_texts_do_not_overlap():
                           "scale)\nmeasured on AMD EPYC (AVX512), 2 cores, no GPU, torch 2.14.1+cu130, CUDA 13.0",
                           "pipeline.split_size.resnet50", tables, lines,
                           ["1f1b pipeline.split_size.resnet50=4 skipped: 1f1b needs micro-batches"])
+    assert overlapping_texts(figure) == []
+
+
+def test_the_epoch_figure_s_texts_do_not_overlap():
+    def curve(final: float) -> pd.DataFrame:
+        return pd.DataFrame({"epoch": [1, 2, 3], "train_loss": [2.0, 1.0, 0.5], "train_acc": [0.5, 0.7, final],
+                             "test_acc": [0.5, 0.68, final - 0.01]})
+
+    figure = epoch_figure("fashion_mnist", {"train: ddp": curve(0.9), "reference: single": curve(0.88)},
+                          "AMD EPYC (AVX512), 2 cores, no GPU, torch 2.14.1+cu130, CUDA 13.0")
     assert overlapping_texts(figure) == []
 
 

@@ -18,7 +18,8 @@ from tests.conftest import PROJECT_ROOT
 from tests.hotdog_fixture import write_class_folder
 from tests.miniimagenet_fixture import write_image_folder
 
-TOP_LEVEL_OUTPUTS = {".venv", ".git", "data", "models", "metrics", "plots", "checkpoints", "results", "dvc.lock"}
+TOP_LEVEL_OUTPUTS = {".venv", ".git", "data", "models", "metrics", "plots", "checkpoints", "results", "dvc.lock",
+                     "report", "test-artifacts"}
 ANYWHERE = {"__pycache__", ".pytest_cache", "cache", "tmp"}
 TINY_SCALE = {
     "epochs": 2, "batch_size": 32, "lr": 0.05, "momentum": 0.0, "weight_decay": 0.0, "scaling": "strong",
@@ -225,10 +226,17 @@ def test_repro_then_experiment(tmp_path):
 
     table = run(project, "dvc", "exp", "show", "--csv")
     assert "model_parallel" in table and "speedup" in table
+    kept = run(project, "dvc", "exp", "show", "--csv", "--drop", ".*", "--keep",
+               "Experiment|metrics/speedup/fashion_mnist.json:(strategy|speedup|test_acc_delta)$")  # the README's
+    header, *rows = kept.splitlines()
+    assert header.split(",") == ["Experiment", *(f"metrics/speedup/fashion_mnist.json:{key}" for key in
+                                                 ("strategy", "test_acc_delta", "speedup"))]
+    assert {row.split(",")[1] for row in rows} == {"ddp", "model_parallel"}
     assert "train_time_s" in run(project, "dvc", "metrics", "diff")
     run(project, "dvc", "plots", "show", "-o", str(tmp_path / "plots"))
     page = (tmp_path / "plots" / "index.html").read_text()
     assert "test_acc" in page and "val_acc" in page and "train_loss" in page and "median_s" in page
+    assert '"y2"' in page, "the sweeps are drawn with their spread (.dvc/plots/sweep_band.json)"
     run(project, "dvc", "plots", "diff", "HEAD", "-o", str(tmp_path / "diff"))
     overlay = (tmp_path / "diff" / "index.html").read_text()
     assert "HEAD" in overlay and "workspace" in overlay

@@ -24,13 +24,13 @@ def test_every_workload_has_its_seed_question():
 
 
 def test_the_answer_names_the_fastest_strategy_with_its_spread_and_what_communication_costs():
-    text = answer("fashion_mnist", BENCHMARK, {"quality": "ddp and single learnt the same: no detectable "
-                                                         "difference (-0.001, 95% -0.005 to +0.003)"}, [])
+    text = answer("fashion_mnist", BENCHMARK, {"quality": "no detectable difference between ddp and single "
+                                                         "(-0.001, 95% -0.005 to +0.003)"}, [])
     assert text.startswith("The fastest strategy here is ddp: 150 samples/s, 1.50x (1.40x-1.60x over 2 rounds) "
                            "single."), "the ceiling is a bound, not a strategy"
     assert "ddp reaches 80% of what independent copies manage side by side" in text
     assert "communication not hidden behind compute takes 25% of its step" in text
-    assert text.endswith("no detectable difference (-0.001, 95% -0.005 to +0.003).")
+    assert text.endswith(" No detectable difference between ddp and single (-0.001, 95% -0.005 to +0.003).")
 
 
 def test_a_comparison_with_a_strategy_that_could_not_run_says_why():

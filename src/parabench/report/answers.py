@@ -86,7 +86,8 @@ def quality_sentence(comparison: dict[str, Any] | None) -> str:
     """The training run's quality against its reference's, in words, from the speedup stage."""
     if comparison is None or not comparison.get("quality"):
         return ""
-    return comparison["quality"].rstrip(".") + "."
+    words = comparison["quality"].rstrip(".")
+    return words[0].upper() + words[1:] + "."
 
 
 def sweep_sentence(sweep: dict[str, Any]) -> str:
