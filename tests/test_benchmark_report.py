@@ -105,18 +105,19 @@ def test_parts_that_do_not_describe_the_median_step_are_flagged():
     # three equal stages of 0.02 s: the bubble is torchgpipe's (S - 1) x the stage
     ({"engine": "distributed", "micro_batches": 4, "stage_seconds": [0.02, 0.02, 0.02]},
      {"compute": 0.08, "imbalance": 0.0, "bubble": 0.04, "communication": 0.08}),
-    # in one process on one CPU the stages run in turn: 4 x (0.01 + 0.03)
+    # in one process on one CPU the stages run in turn on the same cores and nothing moves: all of it is compute
     ({"engine": "inprocess", "devices_virtual": True, "micro_batches": 4, "stage_seconds": [0.01, 0.03]},
-     {"compute": 0.16, "communication": 0.04}),
-    # model_parallel: the whole batch once through both stages, in turn
-    ({"stage_seconds": [0.05, 0.1]}, {"compute": 0.15, "communication": 0.05}),
+     {"compute": 0.2}),
+    ({"devices_virtual": True, "stage_seconds": [0.05, 0.1]}, {"compute": 0.2}),
+    # model_parallel on real devices: the whole batch once through both stages, in turn, then the copies between
+    ({"devices_virtual": False, "stage_seconds": [0.05, 0.1]}, {"compute": 0.15, "communication": 0.05}),
 ])
 def test_a_cut_model_s_forward_backward_splits_by_its_stages_seconds(details, expected):
     assert cut_parts(details, forward_backward=0.2) == pytest.approx(expected)
 
 
 def test_a_bound_above_the_measured_step_leaves_no_negative_part_and_the_split_says_it_is_off():
-    staged = {**run([0.1, 0.1, 0.1], 1), "strategy_details": {"micro_batches": 1, "stage_seconds": [0.2, 0.2]}}
+    staged = {**run([0.1, 0.1, 0.1], 1), "strategy_details": {"stage_seconds": [0.2, 0.2], "devices_virtual": False}}
     split = time_split([staged], "model_parallel", communicates=True, data_parallel=False, compute_beside=None)
     assert split["time_split_s"]["communication"] == 0 and split["time_split_adds_up"] is False
 

@@ -64,5 +64,6 @@ def test_every_cell_s_step_splits_into_parts_that_add_up_to_it(tmp_path):
     assert 0 <= results["ddp"]["communication_hidden_share"] <= 1
     assert set(results["single"]["time_split_s"]) == {"input", "compute", "optimizer", "idle"}
     assert results["single"]["time_split_s"]["idle"] == 0, "one process waits for nobody"
-    assert set(results["model_parallel"]["time_split_s"]) == {"input", "compute", "communication", "optimizer", "idle"}
+    assert set(results["model_parallel"]["time_split_s"]) == {"input", "compute", "optimizer", "idle"}, \
+        "one process on one CPU moves nothing between its stages"
     assert results["ceiling"]["gradient_allreduce_s"] is None, "independent copies communicate nothing"

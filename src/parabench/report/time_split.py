@@ -12,17 +12,20 @@ same share of the batch under the same load, plus communication: the ceiling cop
 its `compute`, and the rest of its own is `communication`, the part of it not hidden behind compute. Beside it,
 `gradient_allreduce_s` (one all-reduce of every gradient at once, timed in the cell) is what communication would
 cost with none of it hidden: ddp and allreduce move exactly that, so `communication_hidden_share` = 1 - exposed /
-full. A cut model (model_parallel, pipeline) is split from its stages' forward and backward seconds, measured on
-one micro-batch (the whole batch for model_parallel) when the strategy cut the model (`stage_seconds`). Where the
-stages can overlap (the distributed engine, or in-process on real devices), the slowest stage works m micro-batches
-and waits, at least, while every other stage takes the first micro-batch forward and the last one back: no schedule
-beats m x slowest + (sum - slowest). That is the work shared evenly (`compute`, m x the mean stage), the
-`imbalance` (m x (slowest - mean)) and the `bubble` (sum - slowest; (S - 1) x slowest for S equal stages,
-torchgpipe's and seed 001's figure). Where they cannot (one process on one CPU), the stages run in turn: `compute`
-is m x sum. What forward and backward took beyond that is `communication`: moving activations and gradients between
-stages and the schedule's own work.
-Where none of this applies (a data-parallel strategy without a ceiling beside it), the part stays
-`forward_backward`, communication included.
+full. On a CPU the exposed part can exceed that standalone cost (gloo's threads take cores from the compute threads
+while they run), and then nothing was hidden. A cut model (model_parallel, pipeline) is split from its stages'
+forward and backward seconds, measured on one micro-batch (the whole batch for model_parallel) when the strategy cut
+the model (`stage_seconds`). Where the stages can overlap (the distributed engine, or in-process on real devices),
+the slowest stage works m micro-batches and waits, at least, while every other stage takes the first micro-batch
+forward and the last one back: no schedule beats m x slowest + (sum - slowest). That is the work shared evenly
+(`compute`, m x the mean stage), the `imbalance` (m x (slowest - mean)) and the `bubble` (sum - slowest; (S - 1) x
+slowest for S equal stages, torchgpipe's and seed 001's figure). model_parallel on real devices runs its stages in
+turn: `compute` is their sum. What forward and backward took beyond that is `communication`: moving activations and
+gradients between stages and the schedule's own work. One process on one CPU (in-process stages on virtual devices)
+moves nothing and runs its stages in turn on the same cores: all of its forward and backward is `compute` (its
+blocks timed one by one in a sandbox add up to 10-20% more than the whole pass, so they are not used there). Where
+none of this applies (a data-parallel strategy without a ceiling beside it), the part stays `forward_backward`,
+communication included.
 """
 
 import statistics
@@ -72,9 +75,9 @@ def cut_parts(details: dict[str, Any], forward_backward: float) -> dict[str, flo
     if not seconds:
         return None
     micro_batches = details.get("micro_batches", 1)
-    overlapping = details.get("engine") == "distributed" or (details.get("engine") == "inprocess"
-                                                              and not details.get("devices_virtual"))
-    if overlapping:
+    if details.get("engine") != "distributed" and details.get("devices_virtual"):
+        return {"compute": forward_backward}  # one process, one CPU: stages in turn on the same cores, nothing moves
+    if details.get("engine") is not None:  # a pipeline whose stages overlap: the distributed engine, or real devices
         slowest, mean = max(seconds), statistics.fmean(seconds)
         parts = {"compute": micro_batches * mean, "imbalance": micro_batches * (slowest - mean),
                  "bubble": sum(seconds) - slowest}
