@@ -33,7 +33,7 @@ def test_the_page_answers_each_seed_with_every_figure_embedded(page: Path):
         assert f'<section id="{workload}"><h2>Seed {seed} · {workload}' in text
     assert text.count('src="data:image/png;base64,') == 2 * len(WORKLOADS) + 1, "benchmark, epochs, the sweep"
     assert not re.search(r'(src|href)="(https?:)?//', text), "no request leaves the page"
-    assert "The fastest strategy here is ddp" in text and "Over split sizes: inprocess is fastest at" in text
+    assert "The fastest strategy here is ddp" in text and "Sweep split_size: inprocess is fastest at" in text
     assert "dp</b>: needs CUDA; use ddp" in text, "a skipped strategy is named with its reason"
     assert "0.850 ± 0.007" in text and "+0.000 (95%: -0.004 to +0.004)" in text, "quality with its interval"
     assert "No quality to compare: the data are synthetic" in text

@@ -42,10 +42,16 @@ def ran(benchmark: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def speedup_range(cell: dict[str, Any], reference: dict[str, Any]) -> str:
-    """A cell's speedup over the reference with the range its rounds span: `1.55x (1.49x-1.60x over rounds)`."""
-    low, high = (cell[key] / reference["rate"] for key in ("rate_slowest_round", "rate_fastest_round"))
-    spread = f" ({low:.2f}x-{high:.2f}x over {cell['rounds']} rounds)" if cell["rounds"] > 1 else " (1 round)"
-    return f"{cell['rate'] / reference['rate']:.2f}x{spread}"
+    """A cell's speedup over the reference with its spread: over the rounds where there were several
+    (`1.55x (1.49x-1.60x over 2 rounds)`), else over its own steps' quartiles (`1.55x (1.49x-1.60x, steps'
+    p75-p25)`)."""
+    speedup = cell["rate"] / reference["rate"]
+    if cell["rounds"] > 1:
+        low, high = (cell[key] / reference["rate"] for key in ("rate_slowest_round", "rate_fastest_round"))
+        return f"{speedup:.2f}x ({low:.2f}x-{high:.2f}x over {cell['rounds']} rounds)"
+    steps = cell["step_time_s"]
+    low, high = (speedup * steps["median"] / steps[key] for key in ("p75", "p25"))
+    return f"{speedup:.2f}x ({low:.2f}x-{high:.2f}x, steps' p75-p25)"
 
 
 def fastest_sentence(workload: str, benchmark: dict[str, dict[str, Any]]) -> str:
@@ -57,8 +63,15 @@ def fastest_sentence(workload: str, benchmark: dict[str, dict[str, Any]]) -> str
         return f"No {workload} benchmark cell of `single` ran here, so no speedup can be given."
     best_label = max(cells, key=lambda label: cells[label]["rate"])
     best = cells[best_label]
-    sentences = [f"The fastest strategy here is {best_label}: {best['rate']:.3g} {best['unit']}s/s, "
-                 f"{speedup_range(best, reference)} single."]
+    if best_label == REFERENCE:
+        others = {label: cell for label, cell in cells.items() if label != REFERENCE}
+        sentences = [f"No strategy beats single here ({reference['rate']:.3g} {reference['unit']}s/s)."]
+        if others:
+            closest = max(others, key=lambda label: others[label]["rate"])
+            sentences.append(f"The closest is {closest}, at {speedup_range(others[closest], reference)} single.")
+    else:
+        sentences = [f"The fastest strategy here is {best_label}: {best['rate']:.3g} {best['unit']}s/s, "
+                     f"{speedup_range(best, reference)} single."]
     parallel = {label: cell for label, cell in cells.items() if cell.get("efficiency_vs_ceiling") is not None}
     if parallel:
         label = max(parallel, key=lambda name: parallel[name]["rate"])
@@ -76,7 +89,7 @@ def pair_sentence(benchmark: dict[str, dict[str, Any]], first: str, second: str)
     for label in (first, second):
         cell = cells.get(label, {"status": "missing", "reason": "not in benchmark.strategies"})
         if cell["status"] != "ran":
-            reason = (cell.get("reason") or "no reason recorded").splitlines()[0]
+            reason = (cell.get("reason") or "no reason recorded").splitlines()[0].rstrip(".")
             return f"{first} against {second}: {label} did not run here ({reason})."
     ratio = cells[first]["rate"] / cells[second]["rate"]
     return f"{first} trains at {ratio:.2f}x the rate of {second}."
@@ -90,8 +103,8 @@ def quality_sentence(comparison: dict[str, Any] | None) -> str:
     return words[0].upper() + words[1:] + "."
 
 
-def sweep_sentence(sweep: dict[str, Any]) -> str:
-    """Each pipeline curve's best split size, against single and model_parallel."""
+def sweep_sentence(name: str, sweep: dict[str, Any]) -> str:
+    """Each curve's best value in the sweep `name`, against single and model_parallel."""
     parts = []
     for curve, figures in sweep["curves"].items():
         against = [f"{figures['speedup']:.2f}x single"] if figures.get("speedup") else []
@@ -99,13 +112,13 @@ def sweep_sentence(sweep: dict[str, Any]) -> str:
             against.append(f"{figures['speedup_vs_model_parallel']:.2f}x model_parallel")
         parts.append(f"{curve} is fastest at {sweep['sweep']['param']}={figures['best_value']}"
                      + (f" ({', '.join(against)})" if against else ""))
-    return ("Over split sizes: " + "; ".join(parts) + ".") if parts else ""
+    return (f"Sweep {name}: " + "; ".join(parts) + ".") if parts else ""
 
 
 def answer(workload: str, benchmark: dict[str, dict[str, Any]], comparison: dict[str, Any] | None,
-           sweeps: list[dict[str, Any]]) -> str:
+           sweeps: dict[str, dict[str, Any]]) -> str:
     """This machine's answer to the workload's seed question, from the benchmark, the run's comparison with its
-    reference (quality) and the sweeps of the workload."""
+    reference (quality) and the sweeps of the workload (by name)."""
     sentences = [fastest_sentence(workload, benchmark)]
     if workload == "miniimagenet":
         sentences.append(pair_sentence(benchmark, "ddp", "dp"))
@@ -113,6 +126,6 @@ def answer(workload: str, benchmark: dict[str, dict[str, Any]], comparison: dict
         sentences.append(pair_sentence(benchmark, "allreduce", "ddp"))
     if workload == "resnet50":
         sentences.append(pair_sentence(benchmark, "model_parallel", REFERENCE))
-        sentences += [sweep_sentence(sweep) for sweep in sweeps]
+        sentences += [sweep_sentence(name, sweep) for name, sweep in sweeps.items()]
     sentences.append(quality_sentence(comparison))
     return " ".join(sentence for sentence in sentences if sentence)

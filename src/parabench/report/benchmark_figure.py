@@ -28,8 +28,9 @@ def draw(workload: str, rows: pd.DataFrame, skipped: list[tuple[str, str]], mach
 def benchmark_figure(workload: str, rows: pd.DataFrame, skipped: list[tuple[str, str]], machine: str) -> Figure:
     """Left, a bar per cell that ran (error bars: slowest and fastest round, speedup and efficiency above); right,
     each cell's median step split into its parts; a note under the charts for each cell that was skipped."""
-    figure, (rates, split) = plt.subplots(1, 2, figsize=(12, 4.8), gridspec_kw={"width_ratios": [1, 1.1]})
-    figure.subplots_adjust(wspace=0.4, top=0.84)
+    height = 2.6 + 0.35 * len(rows)
+    figure, (rates, split) = plt.subplots(1, 2, figsize=(13, height), sharey=True)
+    figure.subplots_adjust(wspace=0.08, top=1 - 0.9 / height)
     if not rows.empty:
         draw_rates(rates, rows)
         draw_split(split, rows)
@@ -43,20 +44,22 @@ def benchmark_figure(workload: str, rows: pd.DataFrame, skipped: list[tuple[str,
 
 
 def draw_rates(axis: Axes, rows: pd.DataFrame) -> None:
-    """Rate per cell (median), the rounds' spread as error bars, the speedup vs single and efficiency above."""
+    """Rate per cell (median, a horizontal bar each, cells in the split's order), the rounds' spread as error bars,
+    the speedup vs single and efficiency against the ceiling beside each bar."""
     errors = [rows["rate"] - rows["rate_slowest_round"], rows["rate_fastest_round"] - rows["rate"]]
     colours = ["#999999" if cell == "ceiling" else "#4c72b0" for cell in rows["cell"]]
-    bars = axis.bar(rows["cell"], rows["rate"], yerr=errors, capsize=6, color=colours)
-    for bar, top, speedup, efficiency in zip(bars, rows["rate_fastest_round"], rows["speedup"],
+    bars = axis.barh(rows["cell"], rows["rate"], xerr=errors, capsize=4, color=colours)
+    for bar, end, speedup, efficiency in zip(bars, rows["rate_fastest_round"], rows["speedup"],
                                              rows["efficiency_vs_ceiling"]):
         label = f"{speedup:.2f}x" if pd.notna(speedup) else ""
-        label += f"\n{efficiency:.0%} of ceiling" if pd.notna(efficiency) else ""
-        axis.annotate(label, (bar.get_x() + bar.get_width() / 2, top), ha="center", va="bottom", fontsize=8,
-                      xytext=(0, 3), textcoords="offset points")
-    axis.margins(y=0.2)
-    axis.set_ylabel(f"{rows['unit'].iloc[0]}s/s (median; bars: slowest to fastest round)")
+        label += f", {efficiency:.0%} of ceiling" if pd.notna(efficiency) else ""
+        axis.annotate(label, (end, bar.get_y() + bar.get_height() / 2), ha="left", va="center", fontsize=8,
+                      xytext=(4, 0), textcoords="offset points")
+    axis.invert_yaxis()
+    axis.margins(x=0.45)
+    axis.set_xlim(left=0)
+    axis.set_xlabel(f"{rows['unit'].iloc[0]}s/s (median; bars: slowest to fastest round)")
     axis.set_title("throughput (speedup vs single; grey: the machine's ceiling)", fontsize=9)
-    axis.tick_params(axis="x", rotation=30)
 
 
 def draw_split(axis: Axes, rows: pd.DataFrame) -> None:
@@ -68,7 +71,7 @@ def draw_split(axis: Axes, rows: pd.DataFrame) -> None:
             axis.barh(rows["cell"], seconds.fillna(0.0), left=left, color=PART_COLOURS[part],
                       label=f"{part}: {meaning}")
             left += seconds.fillna(0.0)
-    axis.invert_yaxis()
+    axis.tick_params(axis="y", left=False)
     axis.set_xlabel("seconds per step (median step, split into measured parts)")
     axis.set_title("where a step goes", fontsize=9)
     axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), fontsize=7, ncol=1, frameon=False)

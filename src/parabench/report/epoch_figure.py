@@ -23,9 +23,13 @@ def epoch_figure(workload: str, curves: dict[str, pd.DataFrame], machine: str) -
         loss.plot(frame["epoch"], frame["train_loss"], style, color=colours[0], marker="o", label=label)
     scores.set(xlabel="epoch", ylabel="accuracy", title="accuracy per epoch")
     loss.set(xlabel="epoch", ylabel="training loss", title="training loss per epoch")
+    if not scores.lines:
+        scores.text(0.5, 0.5, "no accuracy: the data are synthetic (time only)", ha="center", va="center",
+                    transform=scores.transAxes, fontsize=9)
     for axis in (scores, loss):
         axis.title.set_fontsize(9)
-        axis.legend(fontsize=7)
+        if axis.lines:
+            axis.legend(fontsize=7)
         axis.xaxis.get_major_locator().set_params(integer=True)
     figure.suptitle(f"{workload}: the training run and its reference\nmeasured on {machine}", fontsize=10)
     return figure

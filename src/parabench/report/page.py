@@ -28,7 +28,7 @@ from parabench.paths import (
     sweep_figure_file,
     train_curve_file,
 )
-from parabench.report.answers import QUESTIONS, answer
+from parabench.report.answers import QUESTIONS, answer, speedup_range
 from parabench.report.epoch_figure import epoch_figure
 from parabench.report.time_split import PART_MEANINGS
 from parabench.runtime.environment import machine_line
@@ -104,21 +104,18 @@ def split_text(cell: dict[str, Any]) -> str:
 
 
 def benchmark_rows(benchmark: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per cell that ran: rate, speedup with its rounds' range, efficiency, step, split, memory, load."""
+    """One row per cell that ran: rate, speedup with its spread, efficiency, step, split, memory, load."""
     reference = benchmark.get("single", {})
     rows = []
     for label, cell in benchmark.items():
         if cell["status"] != "ran":
             continue
-        spread = ""
-        if reference.get("status") == "ran":
-            low, high = (cell[key] / reference["rate"] for key in ("rate_slowest_round", "rate_fastest_round"))
-            spread = f"{cell['rate'] / reference['rate']:.2f}x ({low:.2f}-{high:.2f})"
+        spread = speedup_range(cell, reference) if reference.get("status") == "ran" else ""
         efficiency = cell.get("efficiency_vs_ceiling")
         rows.append({
             "cell": label,
             f"{cell['unit']}s/s": f"{cell['rate']:.3g}",
-            "speedup vs single (rounds' range)": spread,
+            "speedup vs single (spread)": spread,
             "of the ceiling": f"{efficiency:.0%}" if efficiency is not None else "-",
             "median step (s)": f"{cell['step_time_s']['median']:.4g}",
             "where the step goes": split_text(cell),
@@ -173,7 +170,7 @@ def section(workload: str, sweep_names: list[str], machine: str) -> str:
         f'<section id="{workload}"><h2>Seed {question.seed} · {html.escape(workload)}: '
         f"{html.escape(question.title)}</h2>",
         f'<p class="question">{html.escape(question.question)}</p>',
-        f'<p class="answer">{html.escape(answer(workload, benchmark, comparison, list(sweeps.values())))}</p>',
+        f'<p class="answer">{html.escape(answer(workload, benchmark, comparison, sweeps))}</p>',
         "<h3>Every strategy, interleaved in fresh processes</h3>",
         figure_tag(benchmark_figure_file(workload).read_bytes(), f"{workload} benchmark"),
         table_html(benchmark_rows(benchmark)),
