@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from parabench.paths import REPORT_FILE
-from parabench.report.page import write_page
+from parabench.report.page import commit, write_page
 from tests.report_fixture import SWEEP, WORKLOADS, write_pipeline_outputs
 
 ARTEFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
@@ -59,3 +59,19 @@ def test_the_page_opens_in_chromium_with_every_figure_shown_and_no_console_error
     shot = ARTEFACTS / "report-page.png"
     browser(f"--screenshot={shot}", "--window-size=1280,2400", page.as_uri(), profile=tmp_path / "profile")
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_commit_is_marked_changed_by_an_edit_but_not_by_dvc_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    def git(*arguments: str) -> None:
+        subprocess.run(["git", *arguments], cwd=tmp_path, check=True, capture_output=True)
+
+    for name in ("dvc.lock", "params.yaml"):
+        (tmp_path / name).write_text("a\n")
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "project")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dvc.lock").write_text("rewritten by dvc repro\n")
+    assert "uncommitted" not in commit() and len(commit()) >= 7
+    (tmp_path / "params.yaml").write_text("edited\n")
+    assert commit().endswith(" + uncommitted changes")

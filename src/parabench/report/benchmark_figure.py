@@ -12,6 +12,7 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from parabench.io import write_atomic  # noqa: E402
+from parabench.report.figure_notes import add_notes  # noqa: E402
 from parabench.report.time_split import PART_MEANINGS  # noqa: E402
 
 PART_COLOURS = {"input": "#8c8c8c", "compute": "#4c72b0", "imbalance": "#64b5cd", "bubble": "#ccb974",
@@ -34,10 +35,7 @@ def benchmark_figure(workload: str, rows: pd.DataFrame, skipped: list[tuple[str,
     if not rows.empty:
         draw_rates(rates, rows)
         draw_split(split, rows)
-    notes = [f"{cell} skipped: {reason.splitlines()[0]}" for cell, reason in skipped]
-    if notes:
-        figure.text(0.01, 0.01, "\n".join(notes), fontsize=7, va="bottom", wrap=True)
-        figure.subplots_adjust(bottom=0.25 + 0.05 * len(notes))
+    add_notes(figure, [f"{cell} skipped: {reason.splitlines()[0]}" for cell, reason in skipped])
     figure.suptitle(f"{workload}: training throughput by strategy, and where a step goes\nmeasured on {machine}",
                     fontsize=10)
     return figure
@@ -63,15 +61,15 @@ def draw_rates(axis: Axes, rows: pd.DataFrame) -> None:
 
 
 def draw_split(axis: Axes, rows: pd.DataFrame) -> None:
-    """Each cell's median step as stacked parts, in seconds; a legend names only the parts that occur."""
+    """Each cell's median step as stacked parts, in seconds; a legend beside it names the parts that occur (the
+    report and README say what each means: time_split.PART_MEANINGS)."""
     left = pd.Series(0.0, index=rows.index)
-    for part, meaning in PART_MEANINGS.items():
+    for part in PART_MEANINGS:
         seconds = rows[f"{part}_s"]
         if seconds.notna().any():
-            axis.barh(rows["cell"], seconds.fillna(0.0), left=left, color=PART_COLOURS[part],
-                      label=f"{part}: {meaning}")
+            axis.barh(rows["cell"], seconds.fillna(0.0), left=left, color=PART_COLOURS[part], label=part)
             left += seconds.fillna(0.0)
     axis.tick_params(axis="y", left=False)
     axis.set_xlabel("seconds per step (median step, split into measured parts)")
     axis.set_title("where a step goes", fontsize=9)
-    axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), fontsize=7, ncol=1, frameon=False)
+    axis.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)

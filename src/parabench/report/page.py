@@ -77,11 +77,12 @@ def rendered(figure: Figure) -> bytes:
 
 
 def commit() -> str:
-    """The project's commit (with `+ changes` when the work tree differs from it), or why it is unknown."""
+    """The project's commit (with `+ uncommitted changes` when a tracked file other than dvc.lock, which every
+    `dvc repro` rewrites, differs from it), or why it is unknown."""
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                                text=True, check=True)
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!dvc.lock"],
+                                capture_output=True, text=True, check=True)
     except (OSError, subprocess.CalledProcessError):
         return "unknown (not a git work tree)"
     return head.stdout.strip() + (" + uncommitted changes" if status.stdout.strip() else "")

@@ -12,6 +12,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from parabench.io import write_atomic  # noqa: E402
+from parabench.report.figure_notes import add_notes  # noqa: E402
 
 LINE_COLOURS = {"single": "#555555", "model_parallel": "#c44e52"}
 
@@ -47,7 +48,5 @@ def sweep_figure(title: str, param: str, tables: dict[str, pd.DataFrame], lines:
     axis.yaxis.grid(True)
     axis.legend(fontsize=8)
     axis.set_title(title, fontsize=9)
-    if notes:
-        figure.text(0.01, 0.01, "\n".join(notes), fontsize=7, va="bottom", wrap=True)
-        figure.subplots_adjust(bottom=0.22 + 0.05 * len(notes))
+    add_notes(figure, notes)
     return figure
