@@ -3,19 +3,20 @@
     python benchmarks/pipeline_stage_cost.py [--image-size 48] [--batch 12] [--cut 3 3] [--splits 1 3 12]
                                              [--repeats 5] [--measured results/sweep/split_size_distributed.json]
 
-The distributed pipeline gives each stage one process with its share of the cores (1 thread of 2). This times,
-in one process, ResNet-50's training step (forward, backward, SGD update) on the whole batch at 2 threads and at
-1 (`single` at 2 threads is the reference; their ratio is what intra-op threading already gets from the second
-core), then each stage's forward + backward + update on one micro-batch of every split size, at 1 thread, and
-the whole model's on the same micro-batch at 1 thread and at 2 (how the cost per image changes with the
-micro-batch; m times the 2-thread figure bounds from above what `single` would take accumulating gradients over
-the same m micro-batches, a variant of single that no strategy here runs: it counts m updates, not one). With m
-micro-batches and S stages, a GPipe or 1F1B step cannot beat (m + S - 1) x the slower stage's time per
-micro-batch even with free communication; that bound splits into the work shared evenly (m x the mean stage),
-the imbalance (m x (slower - mean)) and the bubble ((S - 1) x slower). Given a sweep's results (`--measured`),
-each distributed curve's median step is set beside the bound: what is left over is sending activations and
-gradients, the schedule's own work and the contention of the processes. Each figure is the median over
-`repeats` after one warm-up; the CPU model and vector ISA are printed first.
+The distributed pipeline gives each stage one process with its share of the cores (1 thread of 2). This times, in
+one process, ResNet-50's training step (forward, backward, SGD update) on the whole batch at 2 threads and at 1
+(`single` at 2 threads is the reference; their ratio is what intra-op threading already gets from the second core),
+then each stage's forward + backward + update on one micro-batch of every split size, at 1 thread, and the whole
+model's on the same micro-batch at 1 thread and at 2 (how the cost per image changes with the micro-batch; m times
+the 2-thread figure bounds from above what `single` would take accumulating gradients over the same m micro-batches,
+a variant of single that no strategy here runs: it counts m updates, not one). With m micro-batches and S stages, a
+GPipe or 1F1B step cannot beat m x the slowest stage + the other stages' time per micro-batch even with free
+communication ((m + S - 1) x a stage for equal stages); that bound splits into the work shared evenly (m x the mean
+stage), the imbalance (m x (slowest - mean)) and the bubble (the other stages' time):
+report.time_split.pipeline_bound, the same split every benchmark cell of a pipeline now reports. Given a sweep's
+results (`--measured`), each distributed curve's median step is set beside the bound: what is left over is sending
+activations and gradients, the schedule's own work and the contention of the processes. Each figure is the median
+over `repeats` after one warm-up; the CPU model and vector ISA are printed first.
 """
 
 import argparse
@@ -30,6 +31,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from parabench.models.torchvision_resnet50 import resnet50_blocks
+from parabench.report.time_split import pipeline_bound
 from parabench.runtime.environment import machine_identity
 from parabench.strategies.partition import cut
 
@@ -112,8 +114,7 @@ def main() -> None:
             costs.append(median_seconds(training_step(stage, activation, last=index == len(stages) - 1),
                                         args.repeats))
             activation = stage(activation).detach()
-        slower, mean = max(costs), statistics.mean(costs)
-        even, imbalance, bubble = micro_batches * mean, micro_batches * (slower - mean), (len(stages) - 1) * slower
+        even, imbalance, bubble = pipeline_bound(costs, micro_batches).values()
         bound = even + imbalance + bubble
         row = (f"{split_size} | {micro_batches} | {whole[1]:.3f}, {whole[2]:.3f} ({micro_batches * whole[2]:.3f}) | "
                + " | ".join(f"{cost:.3f}" for cost in costs)

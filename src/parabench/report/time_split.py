@@ -69,6 +69,14 @@ def typical_parts(runs: list[dict[str, Any]]) -> dict[str, float]:
     return {part: statistics.fmean(step[part] for step in typical) for part in typical[0]}
 
 
+def pipeline_bound(stage_seconds: list[float], micro_batches: int) -> dict[str, float]:
+    """The least a pipeline's step can take, m x slowest + (sum - slowest), as the work shared evenly (`compute`),
+    the stages' `imbalance` and the `bubble` (module docstring)."""
+    slowest, mean = max(stage_seconds), statistics.fmean(stage_seconds)
+    return {"compute": micro_batches * mean, "imbalance": micro_batches * (slowest - mean),
+            "bubble": sum(stage_seconds) - slowest}
+
+
 def cut_parts(details: dict[str, Any], forward_backward: float) -> dict[str, float] | None:
     """A cut model's forward and backward from its stages' measured seconds (None for a model not cut)."""
     seconds = details.get("stage_seconds")
@@ -78,9 +86,7 @@ def cut_parts(details: dict[str, Any], forward_backward: float) -> dict[str, flo
     if details.get("engine") != "distributed" and details.get("devices_virtual"):
         return {"compute": forward_backward}  # one process, one CPU: stages in turn on the same cores, nothing moves
     if details.get("engine") is not None:  # a pipeline whose stages overlap: the distributed engine, or real devices
-        slowest, mean = max(seconds), statistics.fmean(seconds)
-        parts = {"compute": micro_batches * mean, "imbalance": micro_batches * (slowest - mean),
-                 "bubble": sum(seconds) - slowest}
+        parts = pipeline_bound(seconds, micro_batches)
     else:
         parts = {"compute": micro_batches * sum(seconds)}
     return parts | {"communication": max(0.0, forward_backward - sum(parts.values()))}
