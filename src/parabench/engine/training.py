@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.distributed as dist
 from torch import Tensor
 from torch.utils.data import DistributedSampler
 from tqdm import tqdm
@@ -26,14 +27,7 @@ from parabench.engine.timing import StepClock
 from parabench.errors import ConfigError, RunStopped
 from parabench.io import write_json
 from parabench.runtime import load
-from parabench.runtime.collectives import (
-    allreduce_seconds,
-    broadcast_object,
-    gather_objects,
-    gather_to_main,
-    on_cpu,
-    slowest_per_step,
-)
+from parabench.runtime.collectives import broadcast_object, gather_objects, gather_to_main, on_cpu, slowest_per_step
 from parabench.runtime.memory import StepMemory, memory_kind, per_rank
 from parabench.runtime.process import Process
 from parabench.runtime.torchrun import PROGRESS_ENV
@@ -397,6 +391,17 @@ def transform_rate(data: WorkloadData, batches: list[Batch], device: torch.devic
         with clock.step():
             data.transform(batch.to(device))
     return len(batches[-1]) / statistics.median(clock.durations)
+
+
+def allreduce_seconds(numel: int, device: torch.device, repeats: int = 3) -> float:
+    """The median time of one all-reduce of `numel` float32 values over every process, timed by a StepClock after one
+    warm-up call: the full cost of averaging a model's gradients at once, unhidden."""
+    flat = torch.zeros(numel, dtype=torch.float32, device=device)
+    clock = StepClock([device], warmup_steps=1)
+    for _ in range(repeats + 1):
+        with clock.step():
+            dist.all_reduce(flat)
+    return statistics.median(clock.durations)
 
 
 def measure_cell(plan: RunPlan, process: Process, data: WorkloadData, warmup: int, timed: int, out: Path) -> None:

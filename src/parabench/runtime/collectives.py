@@ -1,7 +1,4 @@
-"""What processes of one job exchange: device sync before clocks, gathered and broadcast objects, a timed all-reduce."""
-
-import statistics
-import time
+"""What processes of one job exchange: device sync before clocks, gathered and broadcast objects."""
 
 import torch
 import torch.distributed as dist
@@ -51,18 +48,3 @@ def broadcast_object(value: object) -> object:
 def slowest_per_step(durations: list[float]) -> list[float]:
     """Each step's time as the slowest process measured it: a parallel step ends when its last rank does."""
     return [max(step) for step in zip(*gather_objects(durations))]  # type: ignore[call-overload]
-
-
-def allreduce_seconds(numel: int, device: torch.device, repeats: int = 3) -> float:
-    """The median time of one all-reduce of `numel` float32 values over every process (devices synchronised before
-    each clock read, one warm-up call first): the full cost of averaging a model's gradients at once, unhidden."""
-    flat = torch.zeros(numel, dtype=torch.float32, device=device)
-    times = []
-    for call in range(repeats + 1):
-        synchronize(device)
-        started = time.perf_counter()
-        dist.all_reduce(flat)
-        synchronize(device)
-        if call:
-            times.append(time.perf_counter() - started)
-    return statistics.median(times)
