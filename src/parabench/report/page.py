@@ -158,13 +158,12 @@ def quality_rows(comparison: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def section(workload: str, sweep_names: list[str], machine: str) -> str:
+def section(workload: str, every_sweep: dict[str, dict[str, Any]], machine: str) -> str:
     """One seed experiment: question, answer, then the evidence from the pipeline's files (the sweeps among
-    `sweep_names` that sweep this workload included)."""
+    `every_sweep`, name -> results, that sweep this workload included)."""
     question = QUESTIONS[workload]
     benchmark = read_json(results_file("benchmark", workload))
     comparison = read_json(results_file("speedup", workload))
-    every_sweep = {name: read_json(results_file("sweep", name)) for name in sweep_names}
     sweeps = {name: sweep for name, sweep in every_sweep.items() if sweep["sweep"]["workload"] == workload}
     runs = {role: read_json(results_file(role, workload)) for role in ROLES}
     parts = [
@@ -198,6 +197,7 @@ def section(workload: str, sweep_names: list[str], machine: str) -> str:
 def page(workloads: list[str], sweep_names: list[str]) -> str:
     """The whole page: header (machine, commit, time), the parts' meanings, one section per workload."""
     environment = read_json(ENVIRONMENT_FILE)
+    every_sweep = {name: read_json(results_file("sweep", name)) for name in sweep_names}
     machine = machine_line(environment)
     generated = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     meanings = "".join(f"<li><b>{part}</b>: {html.escape(meaning)}</li>" for part, meaning in PART_MEANINGS.items())
@@ -211,7 +211,7 @@ def page(workloads: list[str], sweep_names: list[str]) -> str:
         f"</p><p>{navigation}</p></header>",
         '<p class="note">Where a step goes, part by part (the benchmark figures\' right panel):</p>',
         f'<ul class="note">{meanings}</ul>',
-        *(section(name, sweep_names, machine) for name in workloads),
+        *(section(name, every_sweep, machine) for name in workloads),
         "</body></html>",
     ])
 
