@@ -17,9 +17,9 @@ def main() -> None:
     params, raw = load_params(), read_raw_params()
     options = params.benchmark
     planned = plan_benchmark(raw, args.workload, options.strategies, resolve(params.hardware).devices)
-    run_cells(planned, options.rounds, options.warmup_steps, options.timed_steps)
+    stage = run_cells(planned, options, f"benchmark@{args.workload}")
     choices = WORKLOADS[args.workload].choices_beside_metrics(params.settings(args.workload))
-    write_benchmark(args.workload, planned, choices)
+    write_benchmark(args.workload, planned, stage, choices)
 
 
 if __name__ == "__main__":

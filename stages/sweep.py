@@ -20,9 +20,10 @@ def main() -> None:
                           f"{', '.join(params.sweeps) or 'none'}.")
     sweep = params.sweeps[args.sweep]
     points, planned = zip(*plan_sweep(raw, sweep, params.scale))
-    run_cells(list(planned), sweep.rounds, sweep.warmup_steps, sweep.timed_steps)
-    by_label = summarize_cells(list(planned))
-    write_sweep(args.sweep, sweep, params.scale, list(points), [by_label[entry.cell.label] for entry in planned])
+    stage = run_cells(list(planned), sweep, f"sweep@{args.sweep}")
+    by_label = summarize_cells(list(planned))["cells"]
+    write_sweep(args.sweep, sweep, params.scale, list(points), [by_label[entry.cell.label] for entry in planned],
+                stage)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from parabench.engine.cells import StageTime
 from parabench.paths import ENVIRONMENT_FILE, benchmark_figure_file, results_file, sweep_figure_file, train_curve_file
 from parabench.report.benchmark import skipped, summarize_cells, table
 from parabench.report.benchmark_figure import draw
@@ -26,12 +27,14 @@ def write_pipeline_outputs(root: Path) -> None:
     records and per-epoch curves and their comparison (fashion_mnist with quality, resnet50 time only), and one
     sweep of resnet50."""
     write_json(root / ENVIRONMENT_FILE, MACHINE)
-    results = summarize_cells(entries())
+    summary = summarize_cells(entries())
+    stage = StageTime(wall_s=100.0, start_up_s=10.0, timed_steps_s=60.0, jobs_started=2).shares()
     for workload in WORKLOADS:
-        write_json(root / results_file("benchmark", workload), results)
+        write_json(root / results_file("benchmark", workload), {**summary, "stage": stage})
         figure = root / benchmark_figure_file(workload)
         figure.parent.mkdir(parents=True, exist_ok=True)
-        draw(workload, table(results), skipped(results), "AMD EPYC 9B14 (AVX512)", figure)
+        cells = summary["cells"]
+        draw(workload, table(cells), skipped(cells), "AMD EPYC 9B14 (AVX512)", figure)
         for role, strategy in (("train", "ddp"), ("reference", "single")):
             write_json(root / results_file(role, workload), {"strategy": strategy, "contended": False})
             curve = root / train_curve_file(role, workload)

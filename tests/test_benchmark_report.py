@@ -2,7 +2,7 @@
 
 import pytest
 
-from parabench.engine.cells import Cell, CellRuns, interleaved
+from parabench.engine.cells import Cell, CellRuns, benchmark_cells, interleaved
 from parabench.report.benchmark import compact, skipped, summarize_cells, table
 from parabench.report.benchmark_figure import draw
 from parabench.report.time_split import cut_parts, time_split
@@ -42,7 +42,7 @@ def entries() -> list[CellRuns]:
 
 
 def test_medians_spread_speedup_efficiency_and_ceiling():
-    results = summarize_cells(entries())
+    results = summarize_cells(entries())["cells"]
     single, ddp, ceiling = results["single"], results["ddp"], results["ceiling"]
     assert single["rate"] == 64 / 0.2  # median of all eight steps
     assert (single["rate_slowest_round"], single["rate_fastest_round"]) == (64 / 0.2, 64 / 0.2)
@@ -65,7 +65,7 @@ def test_medians_spread_speedup_efficiency_and_ceiling():
 
 
 def test_each_cell_s_median_step_splits_into_parts_that_add_up_to_it():
-    results = summarize_cells(entries())
+    results = summarize_cells(entries())["cells"]
     single, ddp, ceiling, cut = (results[label] for label in ("single", "ddp", "ceiling", "model_parallel"))
     assert single["time_split_s"] == pytest.approx({"input": 0.02, "compute": 0.14, "optimizer": 0.04, "idle": 0.0})
     # the other rank's 90%: phases are the ranks' mean, idle its 10% of the step averaged over the two ranks
@@ -124,21 +124,21 @@ def test_a_bound_above_the_measured_step_leaves_no_negative_part_and_the_split_s
 
 def test_a_data_parallel_cell_without_a_ceiling_keeps_its_communication_inside_forward_backward():
     ddp = entries()[1]
-    split = summarize_cells([ddp])["ddp"]
+    split = summarize_cells([ddp])["cells"]["ddp"]
     assert set(split["time_split_s"]) == {"input", "forward_backward", "optimizer", "idle"}
     assert split["communication_share"] is None and split["communication_hidden_share"] is None
 
 
 def test_compact_metrics_hold_a_few_numbers():
-    results = summarize_cells(entries())
+    results = summarize_cells(entries())["cells"]
     assert compact(results["ddp"]) == {"status": "ran", "samples_per_s": 640.0, "speedup": 2.0,
-                                       "scaling_efficiency": 1.0, "efficiency_vs_ceiling": pytest.approx(0.8),
+                                       "speedup_verdict": "faster", "scaling_efficiency": 1.0, "efficiency_vs_ceiling": pytest.approx(0.8),
                                        "communication_share": pytest.approx(0.133), "contended": True}
     assert compact(results["dp"]) == {"status": "skipped"}
 
 
 def test_skipped_cell_has_a_reason_and_no_number(tmp_path):
-    results = summarize_cells(entries())
+    results = summarize_cells(entries())["cells"]
     assert results["dp"] == {"status": "skipped", "reason": "needs CUDA; use ddp"}
     rows = table(results)
     assert list(rows["cell"]) == ["single", "ddp", "ceiling", "model_parallel"]
@@ -156,3 +156,59 @@ def test_rounds_rotate_the_order():
 def test_cell_labels_name_their_overrides():
     assert Cell("resnet50", "pipeline", (("pipeline.split_size", 12),)).label == "pipeline pipeline.split_size=12"
     assert Cell("fashion_mnist", "single", copies=2).label == "ceiling"
+
+
+def steady(seconds: float, spread: float, rounds: int = 3, steps: int = 8) -> list[dict]:
+    """`rounds` runs of one rank whose steps alternate `seconds` -+ `spread`."""
+    return [run([seconds + (spread if step % 2 else -spread) for step in range(steps)], 1) for _ in range(rounds)]
+
+
+def measured(times: dict[str, tuple[str, float, float]]) -> dict:
+    """The summary of cells label -> (strategy, median step, spread of its steps), on two virtual CPU devices."""
+    two = cpu_setup(devices=2, batch_shape=(64, 1, 28, 28))
+    entries = [CellRuns(Cell("fashion_mnist", strategy, control=label == "single_control"),
+                        tiny_plan(strategy, two, "benchmark", batch_size=64), runs=steady(seconds, spread))
+               for label, (strategy, seconds, spread) in times.items()]
+    return summarize_cells(entries)
+
+
+def test_the_a_a_control_sets_the_noise_floor_and_a_speedup_within_it_is_no_difference():
+    summary = measured({"single": ("single", 0.200, 0.0005), "single_control": ("single", 0.206, 0.0005),
+                        "ddp": ("ddp", 0.196, 0.0005), "allreduce": ("allreduce", 0.150, 0.0005)})
+    noise, cells = summary["noise"], summary["cells"]
+    assert noise["aa_ratio"] == pytest.approx(0.2 / 0.206) and noise["aa_ci95"][0] <= noise["aa_ratio"]
+    assert noise["floor"] >= 1 - 0.2 / 0.206, "the control's interval end farthest from 1"
+    assert cells["ddp"]["speedup_ci95"][0] > 1, "ddp's interval alone excludes 1 ..."
+    assert cells["ddp"]["speedup_verdict"] == "no detectable difference", "... but it is within the A/A noise"
+    assert cells["allreduce"]["speedup_verdict"] == "faster"
+    assert summary["ranking"]["fastest"] == "allreduce" and summary["ranking"]["margin_ci95"][0] > 1
+
+
+def test_strategies_within_the_noise_of_each_other_are_a_tie_not_a_fastest():
+    summary = measured({"single": ("single", 0.200, 0.002), "single_control": ("single", 0.201, 0.002),
+                        "ddp": ("ddp", 0.150, 0.002), "allreduce": ("allreduce", 0.151, 0.002)})
+    assert summary["ranking"]["fastest"] is None and summary["ranking"]["tied"] == ["ddp", "allreduce"]
+
+
+def test_a_data_parallel_cell_above_its_ceiling_and_a_one_process_cut_unlike_single_are_flagged():
+    two = cpu_setup(devices=2, batch_shape=(64, 1, 28, 28))
+    ceiling_plan = tiny_plan("single", two, "benchmark", batch_size=64).model_copy(update={"copies": 2})
+    entries = [CellRuns(Cell("fashion_mnist", "single"), tiny_plan("single", two, "benchmark", batch_size=64),
+                        runs=steady(0.2, 0.002)),
+               CellRuns(Cell("fashion_mnist", "single", control=True),
+                        tiny_plan("single", two, "benchmark", batch_size=64), runs=steady(0.2, 0.002)),
+               CellRuns(Cell("fashion_mnist", "ddp"), tiny_plan("ddp", two, "benchmark", batch_size=64),
+                        runs=[run([0.1] * 8, 2) for _ in range(3)]),
+               CellRuns(Cell("fashion_mnist", "single", copies=2), ceiling_plan,
+                        runs=[run([0.15] * 8, 2) for _ in range(3)]),
+               CellRuns(Cell("fashion_mnist", "model_parallel"),
+                        tiny_plan("model_parallel", two, "benchmark", batch_size=64), runs=steady(0.17, 0.002))]
+    summary = summarize_cells(entries)
+    assert set(summary["flags"]) == {"ddp", "model_parallel"}
+    assert "above its ceiling" in summary["flags"]["ddp"] and "single's work" in summary["flags"]["model_parallel"]
+    assert summary["ranking"]["fastest"] == "single", "flagged cells take no part in the ranking"
+
+
+def test_the_control_sits_apart_from_single_in_the_benchmark_s_order():
+    labels = [cell.label for cell in benchmark_cells("fashion_mnist", ["single", "dp", "ddp", "allreduce"], 2)]
+    assert labels == ["single", "dp", "single_control", "ddp", "allreduce", "ceiling"]

@@ -16,19 +16,31 @@ SAMPLE = Provenance(  # as the train stage's results record carries it: 20 image
 
 
 def record(strategy: str, seconds: float, devices: int, contended: bool = False) -> dict:
+    """A run of 10 steps around seconds / 10 each, alternating -+1%."""
+    steps = [seconds / 10 * (1.01 if step % 2 else 0.99) for step in range(10)]
     return {"workload": "miniimagenet", "strategy": strategy, "train_time_s": seconds, "devices": devices,
+            "step_durations": steps,
             "unit": "episode", "episodes_per_s": 100 / seconds, "contended": contended,
             "labels": {"pretrained": "none"},
             "data_origin": MINIIMAGENET.origin_sentence(SAMPLE), "data_provenance": SAMPLE.model_dump()}
+
+
+def cell(seconds: float) -> dict:
+    """A benchmark cell that ran 3 rounds of 8 steps around `seconds`, alternating -+1%, at a global batch of 4."""
+    steps = [seconds * (1.01 if step % 2 else 0.99) for step in range(8)]
+    return {"status": "ran", "global_batch": 4, "step_durations_by_round": [steps] * 3}
 
 
 def test_speedup_efficiency_and_the_primary_metric_by_name():
     evaluation = {"train": {"test_acc": 0.30, "test_acc_ci95": 0.01}, "reference": {"test_acc": 0.25,
                                                                                      "test_acc_ci95": 0.02},
                   "paired": {"delta": 0.05, "ci95_low": 0.03, "ci95_high": 0.07, "items": 600, "mcnemar_p": None}}
-    benchmark = {"ddp": {"status": "ran", "rate": 6.0}, "single": {"status": "ran", "rate": 4.0}}
+    benchmark = {"cells": {"ddp": cell(4 / 6), "single": cell(1.0)}}
     row = compare(record("ddp", 50, 2), record("single", 100, 1, contended=True), evaluation, benchmark, "test_acc")
-    assert (row["speedup"], row["scaling_efficiency"], row["speedup_interleaved_robust"]) == (2.0, 1.0, 1.5)
+    assert row["speedup"] == pytest.approx(1.5) and row["speedup_from"] == "benchmark", "the interleaved figure"
+    assert row["speedup_ci95"][0] < 1.5 < row["speedup_ci95"][1] and row["scaling_efficiency"] == pytest.approx(0.75)
+    assert row["speedup_training_runs"] == 2.0 and row["speedup_training_runs_ci95"][0] < 2.0
+    assert row["speedups_agree"] is False, "1.5 and 2.0, each within about 2%: the two figures disagree"
     assert (row["test_acc"], row["test_acc_ci95"], row["reference_test_acc"]) == (0.30, 0.01, 0.25)
     assert row["test_acc_delta"] == pytest.approx(0.05) and row["test_acc_delta_ci95"] == pytest.approx(0.02)
     assert row["episodes_per_s"] == 2.0 and row["contended"] is True
@@ -40,9 +52,10 @@ def test_speedup_efficiency_and_the_primary_metric_by_name():
 def test_no_interleaved_ratio_when_the_benchmark_did_not_run_both():
     evaluation = {"train": {"test_acc": 0.3}, "reference": {"test_acc": 0.3},
                   "paired": {"delta": 0.0, "ci95_low": -0.01, "ci95_high": 0.01, "items": 600, "mcnemar_p": 1.0}}
-    skipped = {"ddp": {"status": "skipped", "reason": "..."}, "single": {"status": "ran", "rate": 4.0}}
+    skipped = {"cells": {"ddp": {"status": "skipped", "reason": "..."}, "single": cell(1.0)}}
     row = compare(record("ddp", 50, 2), record("single", 100, 1), evaluation, skipped, "test_acc")
-    assert row["speedup_interleaved_robust"] is None
+    assert row["speedup_benchmark"] is None and row["speedups_agree"] is None
+    assert row["speedup"] == 2.0 and row["speedup_from"] == "training_runs"
 
 
 def test_end_to_end_is_the_jobs_wall_times_and_none_after_a_resume():

@@ -14,7 +14,8 @@ from parabench.stats import paired_difference
 
 def run_record(strategy: str, seconds: float, devices: int) -> dict:
     return {"strategy": strategy, "train_time_s": seconds, "wall_time_s": seconds + 20, "resumed_after_epoch": 0,
-            "devices": devices, "unit": "sample",
+            "devices": devices, "unit": "sample", "step_durations": [seconds / 100 * (1 + step % 3 / 100)
+                                                                     for step in range(30)],
             "samples_per_s": 5000 / seconds, "contended": False, "labels": {}, "other_cpu_share": 0.01,
             "load_average_1m": 0.5, "environment": {"cpu_model": "test"},
             "data_origin": "Fashion-MNIST, the full official set (60,000 + 10,000 images); from the mirror "
@@ -26,7 +27,8 @@ def write_workload(name: str, run_hits: list[float], reference_hits: list[float]
     items = {"train": torch.tensor(run_hits), "reference": torch.tensor(reference_hits)}
     evaluation = {role: {"test_acc": float(hits.mean()), "test_acc_ci95": 0.01} for role, hits in items.items()}
     evaluation["paired"] = paired_difference(items["train"], items["reference"])
-    benchmark = {"ddp": {"status": "ran", "rate": 110.0}, "single": {"status": "ran", "rate": 100.0}}
+    benchmark = {"cells": {role: {"status": "ran", "global_batch": 100, "step_durations_by_round": [
+        [seconds * (1 + step % 3 / 100) for step in range(8)]] * 3} for role, seconds in (("ddp", 0.9), ("single", 1.0))}}
     write_json(speedup_metrics_file(name), compare(run, reference, evaluation, benchmark, "test_acc"))
     write_json(results_file("speedup", name), details(run, reference, evaluation))
 
@@ -53,7 +55,7 @@ def test_every_line_fits_and_no_column_is_empty(outputs: Path, capsys: pytest.Ca
     assert max(map(len, printed.splitlines())) <= summary.WIDTH, printed
     assert "NaN" not in printed and "nan" not in printed.lower().replace("nan ", ""), printed
     header = next(line for line in printed.splitlines() if line.lstrip().startswith("workload") and "test_acc" in line)
-    for column in ("run", "test_acc", "reference", "difference", "per_step", "interleaved", "end_to_end"):
+    for column in ("run", "test_acc", "reference", "difference", "speedup", "training_runs", "agree", "end_to_end"):
         assert column in header.split(), header
     assert "data" not in header.split(), "the data origin is a line under the table, not a column"
 

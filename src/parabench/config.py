@@ -86,13 +86,30 @@ def _merged_spelling(shared: Any, own: Any) -> str:
     return "{" + ", ".join(f"{name}: {size}" for name, size in entries.items()) + "}"
 
 
-class BenchmarkOptions(Strict):
-    """The benchmark stage: which strategies, how many interleaved rounds, warm-up and timed steps per run."""
+class CellTiming(Strict):
+    """How cells are timed (the benchmark's and a sweep's): at least `rounds` interleaved rounds of warm-up then timed
+    steps per cell, more (up to `max_rounds`) for a cell whose median step is not yet known within `precision`
+    (the 95% interval's half-width over the median), in warm workers or fresh ones."""
+
+    rounds: Annotated[int, Field(ge=1)]  # each round times every cell once, in rotating order
+    max_rounds: Annotated[int, Field(ge=1)]  # rounds a cell may get while its median is less precise than `precision`
+    precision: Annotated[float, Field(gt=0, lt=1)]  # e.g. 0.03: the median step known within +-3%
+    warmup_steps: Annotated[int, Field(ge=0)]  # steps per run left out of the timing
+    timed_steps: Annotated[int, Field(ge=1)]  # timed steps per run
+    workers: Literal["warm", "fresh"]  # warm: one job per process layout serves every cell; fresh: new processes
+
+    @model_validator(mode="after")
+    def _max_not_below_min(self) -> "CellTiming":
+        if self.max_rounds < self.rounds:
+            raise ValueError(f"max_rounds {self.max_rounds} is below rounds {self.rounds}: set max_rounds to at least "
+                             f"{self.rounds}")
+        return self
+
+
+class BenchmarkOptions(CellTiming):
+    """The benchmark stage: which strategies, and how their cells are timed."""
 
     strategies: Annotated[list[Literal[STRATEGY_NAMES]], Field(min_length=1)]  # type: ignore[valid-type]
-    rounds: Annotated[int, Field(ge=1)]
-    warmup_steps: Annotated[int, Field(ge=0)]
-    timed_steps: Annotated[int, Field(ge=1)]
 
     @field_validator("strategies")
     @classmethod
@@ -105,7 +122,7 @@ class BenchmarkOptions(Strict):
 Values = Annotated[list[Any], Field(min_length=1)]
 
 
-class Sweep(Strict):
+class Sweep(CellTiming):
     """One sweep: a workload under a strategy with one params key set to each value (one list, or a list per
     scale), once per curve (a curve's own overrides, e.g. another pipeline schedule), on the inputs it names;
     `single` and `model_parallel` are timed beside it as reference lines."""
@@ -116,9 +133,6 @@ class Sweep(Strict):
     param: str  # a dotted params.yaml key, e.g. pipeline.split_size.resnet50
     values: Values | dict[str, Values]  # the values to time, at every scale or per scale
     curves: Annotated[dict[str, dict[str, Any]], Field(min_length=1)]  # curve name -> its overrides (dotted keys)
-    rounds: Annotated[int, Field(ge=1)]  # each round times every cell once, in rotating order
-    warmup_steps: Annotated[int, Field(ge=0)]  # steps per run left out of the timing
-    timed_steps: Annotated[int, Field(ge=1)]  # timed steps per run
 
     @field_validator("param")
     @classmethod

@@ -1,4 +1,5 @@
-"""Quality with its uncertainty: a mean over test items with its 95% interval, and two models compared item by item.
+"""Uncertainty: a mean over test items with its 95% interval, two models compared item by item, and a median step
+time or a ratio of two with its bootstrap interval against the run's own noise floor.
 
 Both models of a comparison are scored on the same test items (the same images, the same fixed episodes), so
 their difference is measured per item: the paired difference's interval is far narrower than the two accuracies'
@@ -8,6 +9,7 @@ intervals side by side, and it is the one that says whether a strategy changed w
 import math
 from fractions import Fraction
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -57,3 +59,55 @@ def in_words(comparison: dict[str, float | int | None], run: str, reference: str
         return f"no detectable difference between {run} and {reference} ({interval})"
     better, worse = (run, reference) if delta > 0 else (reference, run)
     return f"{better} scores higher than {worse} ({interval})"
+
+
+# ---- timings: a median step with its interval, a ratio of two with its interval, and the run's noise floor ----
+
+RESAMPLES = 2000  # bootstrap resamples: the interval's ends move by well under 1% between seeds
+
+
+def _resampled_medians(rounds: list[list[float]], generator: np.random.Generator) -> np.ndarray:
+    """RESAMPLES bootstrap medians of the steps of every round together, each round resampled within itself (the
+    rounds are kept: a slow spell of the machine stays in the round it hit)."""
+    draws = [np.asarray(steps)[generator.integers(0, len(steps), (RESAMPLES, len(steps)))] for steps in rounds if steps]
+    return np.median(np.concatenate(draws, axis=1), axis=1)
+
+
+def median_interval(rounds: list[list[float]], seed: int = 0) -> tuple[float, float, float]:
+    """The median of all steps, and its 95% bootstrap interval (percentile, rounds stratified)."""
+    medians = _resampled_medians(rounds, np.random.default_rng(seed))
+    low, high = np.percentile(medians, [2.5, 97.5])
+    return float(np.median(np.concatenate([np.asarray(steps) for steps in rounds]))), float(low), float(high)
+
+
+def ratio_interval(numerator: list[list[float]], denominator: list[list[float]],
+                   seed: int = 0) -> tuple[float, float, float]:
+    """median(numerator) / median(denominator) of two cells' step times, with its 95% bootstrap interval: each cell
+    resampled on its own, round by round."""
+    generator = np.random.default_rng(seed)
+    ratios = _resampled_medians(numerator, generator) / _resampled_medians(denominator, generator)
+    low, high = np.percentile(ratios, [2.5, 97.5])
+    point = float(np.median(np.concatenate(numerator)) / np.median(np.concatenate(denominator)))
+    return point, float(low), float(high)
+
+
+def noise_floor(control: tuple[float, float, float]) -> float:
+    """How far from 1 the ratio of two cells running the very same thing (the A/A control) reached in this run: its
+    interval's end farthest from 1. A difference no larger than this is within the run's own noise."""
+    point, low, high = control
+    return max(abs(point - 1), abs(low - 1), abs(high - 1))
+
+
+def ratio_verdict(ratio: tuple[float, float, float], floor: float | None) -> str:
+    """`faster` or `slower` when a speedup's interval excludes 1 and it is farther from 1 than the noise floor (when
+    one was measured); else `no detectable difference`."""
+    point, low, high = ratio
+    beyond_floor = floor is None or abs(point - 1) > floor
+    if low > 1 and beyond_floor:
+        return "faster"
+    if high < 1 and beyond_floor:
+        return "slower"
+    return NO_DIFFERENCE
+
+
+NO_DIFFERENCE = "no detectable difference"

@@ -1,27 +1,31 @@
-"""Benchmark and sweep cells: a workload under a strategy with overrides, timed in fresh workers over rounds.
+"""Benchmark and sweep cells: a workload under a strategy with overrides, timed over interleaved rounds.
 
 The benchmark stage and the sweeps share this runner; every cell runs the same steps. A cell that cannot run here
-is planned as skipped, with its reason, before any heavy work; rounds rotate the order so that machine noise hits
-every cell alike.
+is planned as skipped, with its reason, before any heavy work. Round r runs the cells rotated by r, a cyclic Latin
+square: over as many rounds as cells, every cell takes every position. After the first `rounds`, a cell whose
+median step is not yet known within `precision` gets another round, up to `max_rounds`. The benchmark times
+`single` twice, as two cells (the A/A control): their ratio is the run's own noise floor.
 """
 
 import logging
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
-from parabench.config import PARAMS_FILE, Sweep, sweep_params, validate_params, with_overrides
+from parabench.config import PARAMS_FILE, CellTiming, Sweep, sweep_params, validate_params, with_overrides
+from parabench.engine.cell_jobs import CellJobs
 from parabench.engine.plan import RunPlan, make_plan
-from parabench.engine.worker import run_plan_workers
 from parabench.errors import ConfigError, StrategyUnavailable
-from parabench.io import read_json
 from parabench.runtime.hardware import Machine, resolve
+from parabench.stats import median_interval
 
 log = logging.getLogger("parabench.cells")
 CEILING = "ceiling"
+CONTROL = "single_control"  # the A/A control: single timed again, as a cell of its own
 REFERENCE_LINES = ("single", "model_parallel")
 
 
@@ -33,12 +37,16 @@ class Cell:
     strategy: str
     overrides: tuple[tuple[str, Any], ...] = ()
     copies: int = 1
+    control: bool = False  # the A/A control: the same run as another cell, timed as a cell of its own
 
     @property
     def label(self) -> str:
-        """The cell's name in results: the strategy, its overrides, or `ceiling` for side-by-side copies."""
+        """The cell's name in results: the strategy, its overrides, `ceiling` for side-by-side copies, or
+        `single_control` for the A/A control."""
         if self.copies > 1:
             return CEILING
+        if self.control:
+            return CONTROL
         return " ".join([self.strategy, *(f"{key}={value}" for key, value in self.overrides)])
 
 
@@ -72,34 +80,76 @@ def plan_cell(raw_params: dict[str, Any], cell: Cell) -> CellRuns:
 
 
 def interleaved(runnable: list[CellRuns], round_index: int) -> list[CellRuns]:
-    """This round's order: the list rotated by the round number, so no cell always goes first."""
+    """This round's order: the list rotated by the round number (a cyclic Latin square), so no cell always goes
+    first and, over as many rounds as cells, every cell takes every position."""
     shift = round_index % len(runnable) if runnable else 0
     return runnable[shift:] + runnable[:shift]
 
 
-def run_cells(planned: list[CellRuns], rounds: int, warmup_steps: int, timed_steps: int) -> None:
-    """Run every runnable cell once per round, in rotating order, each in fresh workers; keep each run's times."""
+def precise(entry: CellRuns, precision: float) -> bool:
+    """Whether a cell's median step is known within `precision` (its 95% interval's half-width over the median)."""
+    median, low, high = median_interval([run["step_durations"] for run in entry.runs])
+    return (high - low) / 2 <= precision * median
+
+
+@dataclass
+class StageTime:
+    """Where a timing stage's seconds went: all of it, starting worker processes, and the timed steps themselves."""
+
+    wall_s: float = 0.0
+    start_up_s: float = 0.0
+    timed_steps_s: float = 0.0
+    jobs_started: int = 0
+
+    def shares(self) -> dict[str, float | int]:
+        """The seconds and the shares of the wall time, as results record them."""
+        wall = self.wall_s or float("nan")
+        return {"wall_s": self.wall_s, "start_up_s": self.start_up_s, "timed_steps_s": self.timed_steps_s,
+                "start_up_share": self.start_up_s / wall, "timed_steps_share": self.timed_steps_s / wall,
+                "jobs_started": self.jobs_started}
+
+
+def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTime:
+    """Time every runnable cell once per round, in rotating order (warm or fresh workers, timing.workers); after
+    timing.rounds, rounds go on for the cells whose median is not yet within timing.precision, up to
+    timing.max_rounds. Keeps each run's figures in its CellRuns; returns where the stage's time went."""
+    began, stage = time.monotonic(), StageTime()
     runnable = [entry for entry in planned if entry.plan is not None]
     for entry in runnable:
         entry.plan.workload.prefetch(entry.plan.settings)
     with (
         tempfile.TemporaryDirectory(prefix="parabench-cells-") as scratch,
-        tqdm(total=rounds * len(runnable), unit="cell", desc="cells", disable=None) as progress,
+        CellJobs(Path(scratch), timing.workers, what) as jobs,
+        tqdm(total=timing.rounds * len(runnable), unit="cell", desc="cells", disable=None) as progress,
     ):
-        for round_index in range(rounds):
-            for number, entry in enumerate(interleaved(runnable, round_index)):
+        for round_index in range(timing.max_rounds):
+            due = [entry for entry in interleaved(runnable, round_index)
+                   if round_index < timing.rounds or not precise(entry, timing.precision)]
+            if not due:
+                break
+            if round_index >= timing.rounds:
+                progress.total += len(due)
+            for entry in due:
                 assert entry.plan is not None
-                out = Path(scratch) / f"{round_index}-{number}.json"
-                log.info("round %d/%d: %s on %s", round_index + 1, rounds, entry.cell.label, entry.cell.workload)
-                run_plan_workers(entry.plan, f"the benchmark of {entry.cell.label} on {entry.cell.workload}",
-                                 ["--out", str(out), "--warmup", str(warmup_steps), "--steps", str(timed_steps)])
-                entry.runs.append(read_json(out))
+                log.info("round %d: %s on %s", round_index + 1, entry.cell.label, entry.cell.workload)
+                run = jobs.measure(entry.plan, timing.warmup_steps, timing.timed_steps)
+                entry.runs.append(run)
+                stage.timed_steps_s += sum(run["step_durations"])
                 progress.update()
+    stage.start_up_s, stage.jobs_started = jobs.start_up_s, jobs.started
+    stage.wall_s = time.monotonic() - began
+    log.info("%s: %.0f s, %.0f%% starting workers (%d jobs), %.0f%% in timed steps", what, stage.wall_s,
+             100 * stage.start_up_s / stage.wall_s, stage.jobs_started, 100 * stage.timed_steps_s / stage.wall_s)
+    return stage
 
 
 def benchmark_cells(workload: str, strategies: list[str], devices: int) -> list[Cell]:
-    """Every listed strategy, plus `devices` copies of `single` side by side: what the shared machine allows."""
+    """Every listed strategy, `single` again in the middle of the order (the A/A control, as far from `single` as
+    the rotation allows), plus `devices` copies of `single` side by side: what the shared machine allows."""
     cells = [Cell(workload, strategy) for strategy in strategies]
+    if "single" in strategies:
+        cells.insert(min(len(cells), strategies.index("single") + (len(cells) + 1) // 2),
+                     Cell(workload, "single", control=True))
     if devices > 1:
         cells.append(Cell(workload, "single", copies=devices))
     return cells

@@ -1,8 +1,8 @@
-"""A worker's life: the launcher writes the plan as JSON and starts the workers (torchrun when distributed, with
-other nodes joining); each worker joins its job, checks that every node agrees, then trains the plan or times one
-benchmark cell, and rank 0 writes what it measured.
+"""A training worker's life: the launcher writes the plan as JSON and starts the workers (torchrun when distributed,
+with other nodes joining); each worker joins its job, checks that every node agrees, then trains the plan, and rank 0
+writes what it measured. (Benchmark cells run in warm workers: engine/cell_worker.py.)
 
-    python -m parabench.engine.worker PLAN.json [--out CELL.json --warmup W --steps T]
+    python -m parabench.engine.worker PLAN.json
 """
 
 import argparse
@@ -25,7 +25,7 @@ from parabench.cli import stage_main
 from parabench.config import load_params
 from parabench.engine.plan import RunPlan, make_plan
 from parabench.engine.timing import summarize
-from parabench.engine.training import TrainResult, fit, measure_cell
+from parabench.engine.training import TrainResult, fit
 from parabench.errors import ConfigError, RunStopped
 from parabench.io import write_atomic, write_json
 from parabench.paths import checkpoint_file, model_file, results_file, train_curve_file
@@ -33,6 +33,7 @@ from parabench.runtime.collectives import gather_objects, slowest_per_step
 from parabench.runtime.environment import describe
 from parabench.runtime.load import CONTENDED_SHARE, load_average
 from parabench.runtime.memory import memory_kind, per_rank
+from parabench.runtime.orphans import die_with_parent
 from parabench.runtime.process import Process, restart_count, start, stop
 from parabench.runtime.torchrun import LAUNCHED_AT_ENV, Rendezvous, run_workers, worker_command
 from parabench.workloads import WorkloadData
@@ -59,7 +60,7 @@ def train(plan: RunPlan, node_rank: int = 0) -> None:
         train_worker(plan)
 
 
-def run_plan_workers(plan: RunPlan, what: str, worker_args: list[str] | None = None, node_rank: int = 0) -> None:
+def run_plan_workers(plan: RunPlan, what: str, node_rank: int = 0) -> None:
     """Run the plan's workers in fresh processes (torchrun when distributed); they read the plan from a file."""
     rendezvous = rendezvous_of(plan, node_rank)
     if rendezvous is not None and node_rank == 0:
@@ -70,8 +71,7 @@ def run_plan_workers(plan: RunPlan, what: str, worker_args: list[str] | None = N
         plan_file = Path(scratch) / "plan.json"
         plan.save(plan_file)
         processes = plan.processes_per_node if plan.distributed else None
-        command = worker_command(WORKER_MODULE, [str(plan_file), *(worker_args or [])], processes,
-                                 plan.machine.max_restarts, rendezvous)
+        command = worker_command(WORKER_MODULE, [str(plan_file)], processes, plan.machine.max_restarts, rendezvous)
         run_workers(command, plan.threads, what, plan.machine.max_restarts)
 
 
@@ -204,6 +204,7 @@ def run_record(plan: RunPlan, data: WorkloadData, result: TrainResult, step_dura
         "wall_time_s": wall_time_s,
         f"{data.unit}s_per_s": plan.global_batch / steps["median"],
         "step_time_s": steps,
+        "step_durations": step_durations,
         "final_epoch": {key: value for key, value in last.items() if key not in NOT_SCORES},
         "peak_memory_mb": memory_mb,
         "memory_kind": memory_kind,
@@ -230,16 +231,8 @@ def main() -> None:
     """Entry point of the worker processes."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("plan", type=Path)
-    parser.add_argument("--out", type=Path, help="benchmark cells: where rank 0 writes the step times")
-    parser.add_argument("--warmup", type=int, default=0, help="benchmark cells: steps left out of the timing")
-    parser.add_argument("--steps", type=int, default=0, help="benchmark cells: timed steps")
-    args = parser.parse_args()
-    plan = RunPlan.load(args.plan)
-    if plan.role == "benchmark":
-        with job(plan) as process:
-            measure_cell(plan, process, plan.open_data(), args.warmup, args.steps, args.out)
-    else:
-        train_worker(plan)
+    die_with_parent()
+    train_worker(RunPlan.load(parser.parse_args().plan))
 
 
 if __name__ == "__main__":

@@ -3,9 +3,8 @@
 from dataclasses import dataclass
 from typing import Any
 
-from parabench.engine.cells import CEILING
-
-REFERENCE = "single"
+from parabench.report.benchmark import REFERENCE, ratio
+from parabench.stats import ratio_verdict
 
 
 @dataclass(frozen=True)
@@ -36,63 +35,74 @@ QUESTIONS = {
 }
 
 
-def ran(benchmark: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The benchmark's cells that ran, the ceiling left out (it is a bound, not a strategy)."""
-    return {label: cell for label, cell in benchmark.items() if cell["status"] == "ran" and label != CEILING}
+def speedup_text(cell: dict[str, Any]) -> str:
+    """A cell's speedup over single with its 95% interval: `1.55x (1.49x-1.60x)`."""
+    low, high = cell["speedup_ci95"]
+    return f"{cell['speedup']:.2f}x ({low:.2f}x-{high:.2f}x)"
 
 
-def speedup_range(cell: dict[str, Any], reference: dict[str, Any]) -> str:
-    """A cell's speedup over the reference with its spread: over the rounds where there were several
-    (`1.55x (1.49x-1.60x over 2 rounds)`), else over its own steps' quartiles (`1.55x (1.49x-1.60x, steps'
-    p75-p25)`)."""
-    speedup = cell["rate"] / reference["rate"]
-    if cell["rounds"] > 1:
-        low, high = (cell[key] / reference["rate"] for key in ("rate_slowest_round", "rate_fastest_round"))
-        return f"{speedup:.2f}x ({low:.2f}x-{high:.2f}x over {cell['rounds']} rounds)"
-    steps = cell["step_time_s"]
-    low, high = (speedup * steps["median"] / steps[key] for key in ("p75", "p25"))
-    return f"{speedup:.2f}x ({low:.2f}x-{high:.2f}x, steps' p75-p25)"
+def noise_sentence(noise: dict[str, Any]) -> str:
+    """The A/A control in words: how far two timings of the very same run landed apart, and what that makes noise."""
+    if noise.get("floor") is None:
+        return f"No noise floor was measured here: {noise.get('why_none', 'no A/A control')}."
+    low, high = noise["aa_ci95"]
+    return (f"Timed twice as two cells, single against itself came out at {noise['aa_ratio']:.3f}x (95%: {low:.3f}-"
+            f"{high:.3f}): a difference within {noise['floor']:.1%} is this machine's noise.")
 
 
-def fastest_sentence(workload: str, benchmark: dict[str, dict[str, Any]]) -> str:
-    """Which strategy trains fastest here, against single, with its spread; how close data parallelism comes to the
-    ceiling; and what communication costs its fastest data-parallel strategy."""
-    cells = ran(benchmark)
-    reference = cells.get(REFERENCE)
-    if reference is None:
+def fastest_sentence(workload: str, benchmark: dict[str, Any]) -> str:
+    """Which strategy trains fastest here, named only beyond the noise (else the tie), against single with its
+    interval; how close data parallelism comes to the ceiling; the cells whose figures are not an answer, and why."""
+    cells, ranking, flags = benchmark["cells"], benchmark["ranking"], benchmark["flags"]
+    reference = cells.get(REFERENCE, {})
+    if reference.get("status") != "ran":
         return f"No {workload} benchmark cell of `single` ran here, so no speedup can be given."
-    best_label = max(cells, key=lambda label: cells[label]["rate"])
-    best = cells[best_label]
-    if best_label == REFERENCE:
-        others = {label: cell for label, cell in cells.items() if label != REFERENCE}
+    best, runner_up = ranking["best_measured"], ranking["runner_up"]
+    if ranking["fastest"] == REFERENCE:
         sentences = [f"No strategy beats single here ({reference['rate']:.3g} {reference['unit']}s/s)."]
-        if others:
-            closest = max(others, key=lambda label: others[label]["rate"])
-            sentences.append(f"The closest is {closest}, at {speedup_range(others[closest], reference)} single.")
+        if runner_up:
+            sentences.append(f"The closest is {runner_up}, at {speedup_text(cells[runner_up])} single.")
+    elif ranking["fastest"]:
+        low, high = ranking["margin_ci95"]
+        sentences = [f"The fastest strategy here is {best}: {cells[best]['rate']:.3g} {cells[best]['unit']}s/s, "
+                     f"{speedup_text(cells[best])} single, ahead of {runner_up} by {ranking['margin']:.2f}x "
+                     f"({low:.2f}x-{high:.2f}x)."]
     else:
-        sentences = [f"The fastest strategy here is {best_label}: {best['rate']:.3g} {best['unit']}s/s, "
-                     f"{speedup_range(best, reference)} single."]
-    parallel = {label: cell for label, cell in cells.items() if cell.get("efficiency_vs_ceiling") is not None}
+        tied = ranking["tied"]
+        sentences = [f"No strategy is fastest beyond the noise: {', '.join(tied)} are within it of each other "
+                     f"({', '.join(f'{label} {speedup_text(cells[label])}' for label in tied if label != REFERENCE)}"
+                     f"{' single' if any(label != REFERENCE for label in tied) else ''})."]
+        if REFERENCE in tied:
+            sentences.append("So none of them beats single beyond the noise.")
+    sentences.append(noise_sentence(benchmark["noise"]))
+    parallel = {label: cell for label, cell in cells.items()
+                if cell.get("efficiency_vs_ceiling") is not None and label not in flags}
     if parallel:
         label = max(parallel, key=lambda name: parallel[name]["rate"])
         cell = parallel[label]
-        sentence = f"{label} reaches {cell['efficiency_vs_ceiling']:.0%} of what independent copies manage side by side"
+        low, high = cell["efficiency_vs_ceiling_ci95"]
+        sentence = (f"{label} reaches {cell['efficiency_vs_ceiling']:.0%} ({low:.0%}-{high:.0%}) of what independent "
+                    "copies manage side by side")
         if cell.get("communication_share") is not None:
             sentence += f"; communication not hidden behind compute takes {cell['communication_share']:.0%} of its step"
         sentences.append(sentence + ".")
+    sentences += [f"Not an answer: {label}, {why}." for label, why in flags.items()]
     return " ".join(sentences)
 
 
-def pair_sentence(benchmark: dict[str, dict[str, Any]], first: str, second: str) -> str:
-    """How `first` compares with `second` in the benchmark, or why it cannot be compared here."""
-    cells = benchmark
+def pair_sentence(benchmark: dict[str, Any], first: str, second: str) -> str:
+    """How `first` compares with `second` in the benchmark, with its interval and verdict, or why it cannot be
+    compared here."""
+    cells = benchmark["cells"]
     for label in (first, second):
         cell = cells.get(label, {"status": "missing", "reason": "not in benchmark.strategies"})
         if cell["status"] != "ran":
             reason = (cell.get("reason") or "no reason recorded").splitlines()[0].rstrip(".")
             return f"{first} against {second}: {label} did not run here ({reason})."
-    ratio = cells[first]["rate"] / cells[second]["rate"]
-    return f"{first} trains at {ratio:.2f}x the rate of {second}."
+    point, low, high = ratio(cells[first], cells[second])
+    verdict = ratio_verdict((point, low, high), benchmark["noise"]["floor"])
+    words = {"faster": "faster than", "slower": "slower than"}.get(verdict, "no different, beyond the noise, from")
+    return f"{first} trains at {point:.2f}x ({low:.2f}x-{high:.2f}x) the rate of {second}: {words} {second}."
 
 
 def quality_sentence(comparison: dict[str, Any] | None) -> str:

@@ -1,11 +1,13 @@
-"""Benchmark results per cell: median rate with its spread over rounds, speedup, efficiency, and the ceiling."""
+"""Benchmark results: per cell the median rate with its interval, speedup and efficiency against the ceiling, each
+with its 95% interval and a verdict against the run's noise floor (the A/A control); the checks a correct measurement
+passes; and which strategy is fastest, named only beyond the noise."""
 
 import statistics
 from typing import Any
 
 import pandas as pd
 
-from parabench.engine.cells import CEILING, CellRuns
+from parabench.engine.cells import CEILING, CONTROL, CellRuns, StageTime
 from parabench.engine.timing import summarize
 from parabench.io import write_atomic, write_json
 from parabench.paths import benchmark_figure_file, benchmark_metrics_dir, benchmark_table_file, results_file
@@ -13,8 +15,10 @@ from parabench.report.benchmark_figure import draw
 from parabench.report.time_split import PART_MEANINGS, time_split, typical_parts
 from parabench.runtime.environment import describe, machine_identity, machine_line
 from parabench.runtime.load import CONTENDED_SHARE
+from parabench.stats import NO_DIFFERENCE, median_interval, noise_floor, ratio_interval, ratio_verdict
 
 REFERENCE = "single"
+NOT_STRATEGIES = (CEILING, CONTROL)  # cells that bound or check the others: never an answer
 
 
 def cell_result(entry: CellRuns) -> dict[str, Any]:
@@ -26,10 +30,14 @@ def cell_result(entry: CellRuns) -> dict[str, Any]:
     steps = [duration for run in entry.runs for duration in run["step_durations"]]
     per_round = [plan.global_batch / statistics.median(run["step_durations"]) for run in entry.runs]
     shares = [run["other_cpu_share"] for run in entry.runs if run["other_cpu_share"] is not None]
+    median, low, high = median_interval([run["step_durations"] for run in entry.runs])
     return {
         "status": "ran",
         "unit": unit,
-        "rate": plan.global_batch / statistics.median(steps),
+        "rate": plan.global_batch / median,
+        "rate_ci95": [plan.global_batch / high, plan.global_batch / low],
+        "median_precision": (high - low) / 2 / median,
+        "step_durations_by_round": [run["step_durations"] for run in entry.runs],
         "rate_slowest_round": min(per_round),
         "rate_fastest_round": max(per_round),
         "step_time_s": summarize(steps),
@@ -54,29 +62,106 @@ def cell_result(entry: CellRuns) -> dict[str, Any]:
     }
 
 
-def summarize_cells(entries: list[CellRuns]) -> dict[str, dict[str, Any]]:
-    """label -> figures, with speedup and scaling efficiency against `single`, and efficiency against the ceiling.
+def summarize_cells(entries: list[CellRuns]) -> dict[str, Any]:
+    """The cells' figures (label -> figures), the noise floor, the checks and the ranking.
 
-    The ceiling is `devices` independent copies of `single`, each on its share of the batch, side by side
-    with no communication: the most a data-parallel strategy, whose replicas do exactly that work plus the
-    communication, can reach on this machine's (possibly shared) devices. A strategy's efficiency_vs_ceiling =
-    its speedup / the ceiling's speedup: what the strategy itself loses, the shared cores aside. Only data-parallel
-    strategies get one: a cut strategy (model_parallel, pipeline) changes the work itself (micro-batches, one
-    process's threads over smaller kernels), so the ceiling does not bound it.
+    Each cell that ran gets its speedup over `single` (its rate over single's) with a 95% bootstrap interval and a
+    verdict: `faster` or `slower` only where the interval excludes 1 and the speedup is farther from 1 than the noise
+    floor, the farthest end of the A/A control's interval (`single_control`: single timed again as a cell of its own).
+    The ceiling is `devices` independent copies of `single`, each on its share of the batch, side by side with no
+    communication: the most a data-parallel strategy, whose replicas do exactly that work plus the communication, can
+    reach on this machine's (possibly shared) devices. A data-parallel strategy's efficiency_vs_ceiling = its rate
+    over the ceiling's (at the same global batch): what the strategy itself loses, the shared cores aside. A cut
+    strategy (model_parallel, pipeline) changes the work itself (micro-batches, one process's threads over smaller
+    kernels), so the ceiling does not bound it.
     """
-    results = {entry.cell.label: cell_result(entry) for entry in entries}
-    ran = [figures for figures in results.values() if figures["status"] == "ran"]
-    reference, ceiling = results.get(REFERENCE, {}), results.get(CEILING, {})
-    add_time_splits(entries, results)
-    for figures in ran:
-        figures["speedup"] = figures["rate"] / reference["rate"] if reference.get("status") == "ran" else None
+    cells = {entry.cell.label: cell_result(entry) for entry in entries}
+    add_time_splits(entries, cells)
+    reference, ceiling, control = (cells.get(label, {}) for label in (REFERENCE, CEILING, CONTROL))
+    noise = noise_of(reference, control)
+    for figures in cells.values():
+        if figures["status"] != "ran":
+            continue
+        figures |= against(figures, reference, noise["floor"], "speedup")
         figures["scaling_efficiency"] = figures["speedup"] / figures["devices"] if figures["speedup"] else None
-    for figures in ran:
         comparable = figures["data_parallel"] and ceiling.get("status") == "ran"
         comparable = comparable and figures["devices"] == ceiling["devices"]
-        comparable = comparable and bool(figures["speedup"]) and bool(ceiling["speedup"])
-        figures["efficiency_vs_ceiling"] = figures["speedup"] / ceiling["speedup"] if comparable else None
-    return results
+        figures |= against(figures, ceiling if comparable else {}, noise["floor"], "efficiency_vs_ceiling")
+    flags = measurement_flags(cells, noise["floor"])
+    return {"cells": cells, "noise": noise, "flags": flags, "ranking": ranking(cells, flags, noise["floor"])}
+
+
+def ratio(figures: dict[str, Any], base: dict[str, Any]) -> tuple[float, float, float]:
+    """A cell's rate over another's, with its 95% bootstrap interval (each global batch counted: under weak scaling
+    the cells' batches differ)."""
+    point, low, high = ratio_interval(base["step_durations_by_round"], figures["step_durations_by_round"])
+    scale = figures["global_batch"] / base["global_batch"]
+    return point * scale, low * scale, high * scale
+
+
+def against(figures: dict[str, Any], base: dict[str, Any], floor: float | None, name: str) -> dict[str, Any]:
+    """`name`: the cell's rate over `base`'s, `name`_ci95 its interval, `name`_verdict against the noise floor (all
+    None where `base` did not run)."""
+    if base.get("status") != "ran":
+        return {name: None, f"{name}_ci95": None, f"{name}_verdict": None}
+    point, low, high = ratio(figures, base)
+    return {name: point, f"{name}_ci95": [low, high], f"{name}_verdict": ratio_verdict((point, low, high), floor)}
+
+
+def noise_of(reference: dict[str, Any], control: dict[str, Any]) -> dict[str, Any]:
+    """The A/A control: single's rate over its second timing's, its interval, and the noise floor it sets; or why
+    there is none (then verdicts rest on the intervals alone)."""
+    if reference.get("status") != "ran" or control.get("status") != "ran":
+        return {"floor": None, "control": CONTROL,
+                "why_none": "the A/A control did not run (benchmark.strategies must list single)"}
+    point, low, high = ratio(control, reference)
+    return {"floor": noise_floor((point, low, high)), "control": CONTROL, "aa_ratio": point, "aa_ci95": [low, high]}
+
+
+def measurement_flags(cells: dict[str, dict[str, Any]], floor: float | None) -> dict[str, str]:
+    """label -> why its figure is not an answer, for each cell that breaks an invariant of a correct measurement:
+    a data-parallel cell above its ceiling (the ceiling did not bound it, so one of them measured something else),
+    or a one-process strategy that is not single yet differs from single beyond the noise (the same work done another
+    way: its cause is not measured here)."""
+    flags = {}
+    for label, figures in cells.items():
+        if figures["status"] != "ran" or label in NOT_STRATEGIES:
+            continue
+        if figures.get("efficiency_vs_ceiling_verdict") == "faster":
+            low, high = figures["efficiency_vs_ceiling_ci95"]
+            flags[label] = (f"above its ceiling: {figures['efficiency_vs_ceiling']:.2f}x the ceiling's rate "
+                            f"({low:.2f}-{high:.2f}), beyond the noise floor; independent copies cannot be slower than "
+                            "replicas doing the same work plus communication, so one of the two cells measured "
+                            "something else")
+        elif figures["processes"] == 1 and label != REFERENCE and figures.get("speedup_verdict") not in (
+                None, NO_DIFFERENCE):
+            low, high = figures["speedup_ci95"]
+            flags[label] = (f"one process doing single's work, yet {figures['speedup']:.2f}x single ({low:.2f}-{high:.2f}"
+                            f", beyond the noise floor{f' of {floor:.1%}' if floor is not None else ''}): the model "
+                            "cut into stages runs other kernels (smaller batches or micro-batches), not other "
+                            "parallelism; not counted as an answer")
+    return flags
+
+
+def ranking(cells: dict[str, dict[str, Any]], flags: dict[str, str], floor: float | None) -> dict[str, Any]:
+    """The fastest strategy, named only where it beats the next one beyond the noise; else the strategies tied with
+    it. Cells that bound or check the others, and flagged ones, take no part."""
+    ranked = sorted((label for label, figures in cells.items()
+                     if figures["status"] == "ran" and label not in NOT_STRATEGIES and label not in flags),
+                    key=lambda label: cells[label]["rate"], reverse=True)
+    if not ranked:
+        return {"fastest": None, "tied": [], "margin": None, "margin_ci95": None}
+    best = ranked[0]
+    tied = [best]
+    for label in ranked[1:]:
+        margin = ratio(cells[best], cells[label])
+        if ratio_verdict(margin, floor) == "faster":
+            break
+        tied.append(label)
+    margin = ratio(cells[best], cells[ranked[1]]) if len(ranked) > 1 else None
+    return {"fastest": best if len(tied) == 1 else None, "tied": tied if len(tied) > 1 else [],
+            "best_measured": best, "runner_up": ranked[1] if len(ranked) > 1 else None,
+            "margin": margin[0] if margin else None, "margin_ci95": list(margin[1:]) if margin else None}
 
 
 def add_time_splits(entries: list[CellRuns], results: dict[str, dict[str, Any]]) -> None:
@@ -105,6 +190,7 @@ def compact(figures: dict[str, Any]) -> dict[str, Any]:
         "status": "ran",
         f"{figures['unit']}s_per_s": figures["rate"],
         "speedup": figures["speedup"],
+        "speedup_verdict": figures["speedup_verdict"],
         "scaling_efficiency": figures["scaling_efficiency"],
         "efficiency_vs_ceiling": figures["efficiency_vs_ceiling"],
         "communication_share": figures["communication_share"],
@@ -141,13 +227,15 @@ def skipped(results: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
     return [(label, figures["reason"]) for label, figures in results.items() if figures["status"] == "skipped"]
 
 
-def write_benchmark(workload: str, planned: list[CellRuns], choices: dict[str, Any]) -> None:
-    """Every output of a workload's benchmark: the table, the figure, the full results and a metrics JSON per cell
-    (with the choices the workload shows beside its metrics)."""
-    results = summarize_cells(planned)
-    rows = table(results)
+def write_benchmark(workload: str, planned: list[CellRuns], stage: StageTime, choices: dict[str, Any]) -> None:
+    """Every output of a workload's benchmark: the table, the figure, the full results (cells, noise floor, flags,
+    ranking, where the stage's time went) and a metrics JSON per cell (with the choices the workload shows beside its
+    metrics)."""
+    summary = summarize_cells(planned)
+    cells = summary["cells"]
+    rows = table(cells)
     write_atomic(benchmark_table_file(workload), lambda tmp: rows.to_csv(tmp, index=False, float_format="%.6g"))
-    draw(workload, rows, skipped(results), machine_line(machine_identity()), benchmark_figure_file(workload))
-    write_json(results_file("benchmark", workload), results)
-    for label, figures in results.items():
+    draw(workload, rows, skipped(cells), machine_line(machine_identity()), benchmark_figure_file(workload))
+    write_json(results_file("benchmark", workload), {**summary, "stage": stage.shares()})
+    for label, figures in cells.items():
         write_json(benchmark_metrics_dir(workload) / f"{label}.json", compact(figures) | choices)

@@ -28,7 +28,7 @@ from parabench.paths import (
     sweep_figure_file,
     train_curve_file,
 )
-from parabench.report.answers import QUESTIONS, answer, speedup_range
+from parabench.report.answers import QUESTIONS, answer, noise_sentence, speedup_text
 from parabench.report.epoch_figure import epoch_figure
 from parabench.report.time_split import PART_MEANINGS
 from parabench.runtime.environment import machine_line
@@ -104,20 +104,21 @@ def split_text(cell: dict[str, Any]) -> str:
     return " · ".join(f"{part} {seconds / step:.0%}" for part, seconds in cell["time_split_s"].items())
 
 
-def benchmark_rows(benchmark: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per cell that ran: rate, speedup with its spread, efficiency, step, split, memory, load."""
-    reference = benchmark.get("single", {})
+def benchmark_rows(benchmark: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per cell that ran: rate, speedup with its interval and verdict, efficiency, step, split, memory, load,
+    and why its figure is not an answer where a check flagged it."""
     rows = []
-    for label, cell in benchmark.items():
+    for label, cell in benchmark["cells"].items():
         if cell["status"] != "ran":
             continue
-        spread = speedup_range(cell, reference) if reference.get("status") == "ran" else ""
         efficiency = cell.get("efficiency_vs_ceiling")
         rows.append({
             "cell": label,
             f"{cell['unit']}s/s": f"{cell['rate']:.3g}",
-            "speedup vs single (spread)": spread,
+            "speedup vs single (95%)": speedup_text(cell) if cell.get("speedup") is not None else "-",
+            "verdict": cell.get("speedup_verdict") or "-",
             "of the ceiling": f"{efficiency:.0%}" if efficiency is not None else "-",
+            "rounds": cell["rounds"],
             "median step (s)": f"{cell['step_time_s']['median']:.4g}",
             "where the step goes": split_text(cell),
             "split adds up (within 5%)": "yes" if cell["time_split_adds_up"] else
@@ -125,17 +126,26 @@ def benchmark_rows(benchmark: dict[str, dict[str, Any]]) -> list[dict[str, Any]]
             f"peak memory, MB ({cell['memory_kind']})": ", ".join(f"{rank} {mb:.0f}"
                                                                   for rank, mb in cell["peak_memory_mb"].items()),
             "contended": "CONTENDED" if cell["contended"] else "no",
+            "check": f"FLAGGED: {benchmark['flags'][label]}" if label in benchmark["flags"] else "passed",
         })
     return rows
 
 
-def skipped_html(benchmark: dict[str, dict[str, Any]]) -> str:
+def skipped_html(benchmark: dict[str, Any]) -> str:
     """Each strategy that could not run here, with the reason it gave before any work."""
-    skipped = [(label, cell["reason"]) for label, cell in benchmark.items() if cell["status"] == "skipped"]
+    skipped = [(label, cell["reason"]) for label, cell in benchmark["cells"].items() if cell["status"] == "skipped"]
     if not skipped:
         return ""
     items = "".join(f"<li><b>{html.escape(label)}</b>: {html.escape(reason)}</li>" for label, reason in skipped)
     return f"<p>Skipped on this machine:</p><ul>{items}</ul>"
+
+
+def stage_html(benchmark: dict[str, Any]) -> str:
+    """The A/A control, and where the benchmark stage's time went."""
+    stage = benchmark["stage"]
+    return (f'<p class="note">{html.escape(noise_sentence(benchmark["noise"]))} The stage took {stage["wall_s"]:.0f} s: '
+            f"{stage['start_up_share']:.0%} starting workers ({stage['jobs_started']} jobs), "
+            f"{stage['timed_steps_share']:.0%} in timed steps.</p>")
 
 
 def quality_rows(comparison: dict[str, Any]) -> list[dict[str, Any]]:
@@ -171,9 +181,10 @@ def section(workload: str, every_sweep: dict[str, dict[str, Any]], machine: str)
         f"{html.escape(question.title)}</h2>",
         f'<p class="question">{html.escape(question.question)}</p>',
         f'<p class="answer">{html.escape(answer(workload, benchmark, comparison, sweeps))}</p>',
-        "<h3>Every strategy, interleaved in fresh processes</h3>",
+        "<h3>Every strategy, interleaved over rounds</h3>",
         figure_tag(benchmark_figure_file(workload).read_bytes(), f"{workload} benchmark"),
         table_html(benchmark_rows(benchmark)),
+        stage_html(benchmark),
         skipped_html(benchmark),
         "<h3>The training run against its reference</h3>",
         f"<p>{html.escape(runs['train']['strategy'])} against {html.escape(runs['reference']['strategy'])}.</p>",

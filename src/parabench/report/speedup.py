@@ -1,39 +1,57 @@
-"""The run against its reference: three speedups, scaling efficiency, the quality of both and its paired difference.
+"""The run against its reference: its speedup with its interval, scaling efficiency, the quality of both and its
+paired difference.
 
-`speedup` is the ratio of the two training runs' median steps; they ran minutes (or experiments) apart, so other
-work or a slower spell of a shared machine can distort either. `speedup_interleaved_robust` is the same ratio from
-the benchmark stage, where both strategies ran in fresh processes in alternating rounds so that noise hit them
-alike: it is the robust figure for the step itself. `speedup_end_to_end` is the ratio of the two jobs' wall
-times from launch to the last checkpoint: what a user waits for, start-up (torchrun, process group) and the
-evaluation after each epoch included.
+Two figures measure the same step ratio. The benchmark's (`speedup_benchmark`) timed both strategies in interleaved
+rounds, so that noise hit them alike, beside an A/A control; the training runs' (`speedup_training_runs`: the
+reference's median step over the run's, their step counts counted) ran minutes or experiments apart, where other
+work or a slower spell of a shared machine can distort either. The headline `speedup` is the benchmark's whenever the
+benchmark timed the run's strategy (`speedup_from` says which), each with its 95% bootstrap interval;
+`speedups_agree` says whether the two intervals overlap. `speedup_end_to_end` is the ratio of the two jobs' wall times
+from launch to the last checkpoint: what a user waits for, start-up (torchrun, process group) and the evaluation
+after each epoch included.
 """
 
 from typing import Any
 
 from parabench.data.provenance import Provenance
 from parabench.data.registry import origin_summary
-from parabench.report.benchmark import REFERENCE
-from parabench.stats import in_words
+from parabench.report.benchmark import REFERENCE, ratio
+from parabench.stats import in_words, ratio_interval
 from parabench.workloads import WORKLOADS
 
 DRAWN = "synthetic: drawn from the run's seed, no dataset"
 INTERLEAVED_NOTE = (
-    "speedup: the reference's median training step over the run's, each from its whole training run, timed minutes "
-    "apart; speedup_interleaved_robust: the same ratio from the benchmark stage's interleaved rounds, robust to "
-    "machine noise (trust it for the step when the two differ); speedup_end_to_end: the reference job's wall time "
-    "over the run's, start-up and evaluation included; contended: other programs took more than 10% of the CPU "
-    "while a run was timed."
+    "speedup: the benchmark's interleaved figure where the benchmark timed the run's strategy (speedup_from: "
+    "benchmark), else the training runs' (speedup_from: training_runs), with its 95% interval; speedup_benchmark: "
+    "the reference's rate over the run's in the benchmark stage's interleaved rounds, beside an A/A control; "
+    "speedup_training_runs: the reference's median training step over the run's (their step counts counted), timed "
+    "minutes apart, so a slow spell of the machine can distort it; speedups_agree: whether their intervals overlap; "
+    "speedup_end_to_end: the reference job's wall time over the run's, start-up and evaluation included; contended: "
+    "other programs took more than 10% of the CPU while a run was timed."
 )
 
 
-def interleaved_speedup(benchmark: dict[str, dict[str, Any]] | None, strategy: str, reference: str) -> float | None:
-    """The benchmark's rate of `strategy` over that of `reference`, when both ran there."""
-    if benchmark is None:
-        return None
-    run, ref = benchmark.get(strategy, {}), benchmark.get(reference, {})
+def benchmark_speedup(benchmark: dict[str, Any] | None, strategy: str,
+                      reference: str) -> tuple[float, float, float] | None:
+    """The benchmark's rate of `strategy` over that of `reference`, with its 95% interval, when both ran there."""
+    cells = benchmark["cells"] if benchmark else {}
+    run, ref = cells.get(strategy, {}), cells.get(reference, {})
     if run.get("status") != "ran" or ref.get("status") != "ran":
         return None
-    return run["rate"] / ref["rate"]
+    return ratio(run, ref)
+
+
+def training_runs_speedup(run: dict[str, Any], reference: dict[str, Any]) -> tuple[float, float, float]:
+    """The reference's training time over the run's (median step x steps), with the 95% interval of its median
+    steps' ratio."""
+    point = reference["train_time_s"] / run["train_time_s"]
+    steps, low, high = ratio_interval([reference["step_durations"]], [run["step_durations"]])
+    return point, point * low / steps, point * high / steps
+
+
+def intervals_overlap(first: tuple[float, float, float], second: tuple[float, float, float]) -> bool:
+    """Whether two figures' intervals share any value."""
+    return first[1] <= second[2] and second[1] <= first[2]
 
 
 def end_to_end_speedup(run: dict[str, Any], reference: dict[str, Any]) -> float | None:
@@ -56,12 +74,14 @@ def data_summary(run: dict[str, Any]) -> str:
 
 
 def compare(run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str, Any],
-            benchmark: dict[str, dict[str, Any]] | None, primary_metric: str | None) -> dict[str, Any]:
-    """The compact comparison `dvc metrics show` prints: speedup = reference train time / train time,
+            benchmark: dict[str, Any] | None, primary_metric: str | None) -> dict[str, Any]:
+    """The compact comparison `dvc metrics show` prints: speedup (module docstring) with its interval,
     scaling_efficiency = speedup / the run's devices, the run's evaluation scores, and the workload's primary
     metric for the reference and as a paired difference on the same test items with its 95% interval half-width
     (the reference's other scores and times are in results/; they would make the table too wide to read)."""
-    speedup = reference["train_time_s"] / run["train_time_s"]
+    training_runs = training_runs_speedup(run, reference)
+    interleaved = benchmark_speedup(benchmark, run["strategy"], reference["strategy"])
+    speedup = interleaved or training_runs
     rate = f"{run['unit']}s_per_s"
     quality = {}
     if primary_metric is not None:
@@ -76,9 +96,14 @@ def compare(run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str
         **quality,
         rate: run[rate],
         "train_time_s": run["train_time_s"],
-        "speedup": speedup,
-        "scaling_efficiency": speedup / run["devices"],
-        "speedup_interleaved_robust": interleaved_speedup(benchmark, run["strategy"], reference["strategy"]),
+        "speedup": speedup[0],
+        "speedup_ci95": list(speedup[1:]),
+        "speedup_from": "benchmark" if interleaved else "training_runs",
+        "scaling_efficiency": speedup[0] / run["devices"],
+        "speedup_benchmark": interleaved[0] if interleaved else None,
+        "speedup_training_runs": training_runs[0],
+        "speedup_training_runs_ci95": list(training_runs[1:]),
+        "speedups_agree": intervals_overlap(interleaved, training_runs) if interleaved else None,
         "speedup_end_to_end": end_to_end_speedup(run, reference),
         "contended": run["contended"] or reference["contended"],
         **run["labels"],

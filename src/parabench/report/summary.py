@@ -10,12 +10,15 @@ import pandas as pd
 
 from parabench.io import read_json
 from parabench.paths import REPORT_FILE, benchmark_metrics_dir, results_file, speedup_metrics_file
+from parabench.report.answers import fastest_sentence
 from parabench.workloads import WORKLOADS
 
 WIDTH = 120
-SPEEDUPS = ("speedups over the reference: per_step, median training steps of the two runs, timed minutes apart; "
-            "interleaved, the same from the benchmark's alternating rounds: trust it for the step when the two "
-            "differ; end_to_end, the jobs' wall times: start-up and the evaluation after each epoch included")
+SPEEDUPS = ("speedups over the reference: speedup, the headline, from the benchmark's interleaved rounds with its 95% "
+            "interval (marked * where the benchmark did not time the strategy: then from the training runs); "
+            "training_runs, the two runs' median steps, timed minutes apart; agree: whether the two figures' 95% "
+            "intervals overlap (results/speedup has both); end_to_end, the jobs' wall times: start-up and the "
+            "evaluation after each epoch included")
 WHERE = """Files: metrics/ (what `dvc metrics show` and `dvc exp show` compare), results/ (every figure with its
 environment, load and per-rank memory), plots/ (`dvc plots show`; plots/figures holds the benchmark and sweep
 charts), models/ (trained weights)."""
@@ -36,7 +39,7 @@ def comparison() -> tuple[list[dict], list[str], list[str]]:
         if not path.exists():
             continue
         figures, more = read_json(path), read_json(results_file("speedup", name))
-        row = {"workload": name, "run": f"{figures['strategy']} vs {figures['reference']}"}
+        row = {"workload": name, "run": f"{figures['strategy']}/{figures['reference']}"}
         metric = workload.primary_metric
         if metric is not None:
             evaluation = more["evaluation"]
@@ -44,8 +47,11 @@ def comparison() -> tuple[list[dict], list[str], list[str]]:
             row["reference"] = with_interval(evaluation["reference"], metric)
             row["difference"] = f"{figures[f'{metric}_delta']:+.3f} +- {figures[f'{metric}_delta_ci95']:.3f}"
             verdicts.append(f"  {name}: {more['quality']}")
-        rows.append({**row, "per_step": figures["speedup"], "interleaved": figures["speedup_interleaved_robust"],
-                     "end_to_end": figures["speedup_end_to_end"], "efficiency": figures["scaling_efficiency"]})
+        low, high = figures["speedup_ci95"]
+        mark = "" if figures["speedup_from"] == "benchmark" else "*"
+        rows.append({**row, "speedup": f"{figures['speedup']:.2f} ({low:.2f}-{high:.2f}){mark}",
+                     "training_runs": figures["speedup_training_runs"], "agree": figures["speedups_agree"],
+                     "end_to_end": figures["speedup_end_to_end"]})
         if figures["contended"]:
             verdicts.append(f"  {name}: CONTENDED: other programs took over 10% of the CPU while it was timed")
         origins.append(f"  {name}: {more['data_origin']}")
@@ -64,6 +70,7 @@ def benchmark_rows() -> list[dict]:
                 "cell": path.stem,
                 "per_s": figures[rate] if rate else "skipped",
                 "speedup": figures.get("speedup"),
+                "verdict": figures.get("speedup_verdict"),
                 "efficiency": figures.get("scaling_efficiency"),
                 "vs_ceiling": figures.get("efficiency_vs_ceiling"),
                 "comm_share": figures.get("communication_share"),
@@ -72,12 +79,19 @@ def benchmark_rows() -> list[dict]:
     return rows
 
 
+def answers() -> list[str]:
+    """Per workload, the benchmark's answer: the fastest strategy beyond the noise (or the tie), the A/A control,
+    the ceiling, and the cells flagged as not an answer."""
+    return [f"  {name}: {fastest_sentence(name, read_json(results_file('benchmark', name)))}" for name in WORKLOADS
+            if results_file("benchmark", name).exists()]
+
+
 def input_rows() -> list[dict]:
     """Per workload, from the benchmark's `single` cell: the transform alone against a whole training step."""
     rows = []
     for name in WORKLOADS:
         path = results_file("benchmark", name)
-        single = read_json(path).get("single", {}) if path.exists() else {}
+        single = read_json(path)["cells"].get("single", {}) if path.exists() else {}
         if single.get("status") != "ran":
             continue
         unit, environment = single["unit"], single["environment"]
@@ -118,11 +132,13 @@ def main() -> None:
     print("\n".join(textwrap.fill(line, WIDTH, subsequent_indent="    ") for line in verdicts))
     print("Data:")
     print("\n".join(textwrap.fill(line, WIDTH, subsequent_indent="    ") for line in origins))
-    print("\nBenchmark: every strategy in fresh processes, interleaved rounds (ceiling: independent copies of single")
+    print("\nBenchmark: every strategy, interleaved rounds (ceiling: independent copies of single")
     print("side by side, the bound for data-parallel strategies on this machine; vs_ceiling is theirs alone;")
     print("comm_share: the step's communication not hidden behind compute; plots/figures/benchmark-*.png splits")
     print("every cell's step into its parts):")
     print(table(benchmark_rows()))
+    print("Answers, named only beyond each benchmark's noise floor (its A/A control: single timed twice):")
+    print("\n".join(textwrap.fill(line, WIDTH, subsequent_indent="    ") for line in answers()))
     print("\nInput path, one process: the workload's transform (decode, normalise, augment) alone against a whole")
     print("training step; headroom below 1 would starve training:")
     print(table(input_rows()))

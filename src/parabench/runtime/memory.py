@@ -1,23 +1,63 @@
-"""Peak memory of a process's training steps on each device it uses: allocated memory on CUDA (its counter reset
-before the steps and read after them, so model setup and evaluation stay out), resident set size on the CPU (the
-process's whole life: it cannot be reset)."""
+"""Peak memory of a process's training steps on each device it uses, its counter reset before the steps and read
+after them, so model setup, evaluation and a warm worker's earlier cells stay out: allocated memory on CUDA, the
+resident set's high-water mark on the CPU (Linux resets it through /proc/self/clear_refs; where it cannot, the
+process's whole life counts, and memory_kind says so)."""
 
+import ctypes
 import resource
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import torch
 
+CLEAR_REFS = Path("/proc/self/clear_refs")  # writing "5" resets VmHWM to the current resident set (Linux 4.0+)
+STATUS = Path("/proc/self/status")
+_LIBC = ctypes.CDLL(None) if sys.platform.startswith("linux") else None
+
+
+def release_free_heap() -> None:
+    """glibc's malloc_trim(0): the free memory that earlier work left in the heap goes back to the system, so that
+    what runs next allocates as a fresh process would (elsewhere nothing)."""
+    if _LIBC is not None and hasattr(_LIBC, "malloc_trim"):
+        _LIBC.malloc_trim(0)
+
+
+def _high_water_mark_kib() -> int | None:
+    """VmHWM of this process in KiB, where /proc tells it."""
+    try:
+        lines = STATUS.read_text().splitlines()
+    except OSError:
+        return None
+    return next((int(line.split()[1]) for line in lines if line.startswith("VmHWM:")), None)
+
+
+def _cpu_peak_resettable() -> bool:
+    """Whether this process can reset its resident set's high-water mark."""
+    return CLEAR_REFS.exists() and _high_water_mark_kib() is not None
+
+
+def reset_peak(device: torch.device) -> None:
+    """Start counting the peak on `device` anew."""
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    elif _cpu_peak_resettable():
+        CLEAR_REFS.write_text("5")
+
 
 def peak_memory_mb(device: torch.device) -> float:
-    """Peak memory in MiB on `device` since its last reset (CUDA: tensors allocated; CPU: the process's max RSS)."""
+    """Peak memory in MiB on `device` since its last reset (CUDA: tensors allocated; CPU: the resident set's peak)."""
     if device.type == "cuda":
         return torch.cuda.max_memory_allocated(device) / 2**20
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
+    kib = _high_water_mark_kib() if _cpu_peak_resettable() else None
+    return (kib if kib is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) / 2**10
 
 
 def memory_kind(device: torch.device) -> str:
     """What peak_memory_mb measures on this device."""
-    return "cuda_max_allocated" if device.type == "cuda" else "cpu_max_rss"
+    if device.type == "cuda":
+        return "cuda_max_allocated"
+    return "cpu_peak_rss" if _cpu_peak_resettable() else "cpu_max_rss_since_start"
 
 
 class StepMemory:
@@ -28,10 +68,9 @@ class StepMemory:
         self.peaks_mb: dict[str, float] = {}
 
     def reset(self) -> None:
-        """Start counting anew on every CUDA device (the CPU's RSS keeps its peak)."""
+        """Start counting anew on every device."""
         for device in self.devices:
-            if device.type == "cuda":
-                torch.cuda.reset_peak_memory_stats(device)
+            reset_peak(device)
 
     def read(self) -> None:
         """Keep each device's peak since the last reset, where it beats the passes before."""

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ import psutil
 
 from parabench.errors import ParabenchError
 from parabench.runtime.failures import STOP_GRACE_S, failure_message, said_it_stopped
+from parabench.runtime.orphans import die_with_parent
 
 log = logging.getLogger("parabench.launch")
 
@@ -57,33 +59,81 @@ TAIL_CHARS = 20_000  # torchrun's failure summary comes last; keep this much of 
 
 
 def run_workers(command: list[str], threads: int, what: str, max_restarts: int = 0) -> None:
-    """Run a worker command with `threads` OpenMP threads per process; a failure names what failed, and under
-    torchrun which rank on which host failed first.
+    """Run a worker command with `threads` OpenMP threads per process until it ends; a failure names what failed, and
+    under torchrun which rank on which host failed first (WorkerJob)."""
+    with WorkerJob(command, threads, what, max_restarts) as job:
+        job.wait()
 
-    stderr passes through as it comes (progress bars included) while its tail is kept for torchrun's summary.
-    Once a worker has said it stopped (`error: rank N stopped at ...`, after a lost peer or a collective's
-    timeout), or NCCL's watchdog timed a collective out, the job gets STOP_GRACE_S to end, then every worker still
-    running is killed, so a hung (stopped, deadlocked) rank costs seconds, neither NCCL's wait before it aborts the
-    ranks that waited nor torchrun's 30 s wait per process; not with max_restarts > 0, where torchrun restarts the
-    group itself. After Ctrl-C (which reaches torchrun too) the same grace applies.
-    torchrun's own temporary folders (torchelastic_*) go into a folder of ours, removed afterwards.
+
+class WorkerJob:
+    """A worker command running in the background with `threads` OpenMP threads per process, started by this
+    process's main thread and ending with it.
+
+    stderr passes through as it comes (progress bars included) while its tail is kept for torchrun's summary, read
+    by a thread of ours. Once a worker has said it stopped (`error: rank N stopped at ...`, after a lost peer or a
+    collective's timeout), or NCCL's watchdog timed a collective out, the job gets STOP_GRACE_S to end, then every
+    worker still running is killed, so a hung (stopped, deadlocked) rank costs seconds, neither NCCL's wait before it
+    aborts the ranks that waited nor torchrun's 30 s wait per process; not with max_restarts > 0, where torchrun
+    restarts the group itself. After Ctrl-C (which reaches torchrun too) the same grace applies.
+    The launcher (torchrun, or the one plain worker) gets SIGTERM when this process dies, even by SIGKILL, and its
+    workers die with it (runtime.process.die_with_parent): nothing trains on after the stage that started it.
+    torchrun's own temporary folders (torchelastic_*) go into a folder of ours, removed when the job is closed.
     """
-    log.info("launching: %s", " ".join(command))
-    with tempfile.TemporaryDirectory(prefix="parabench-workers-") as scratch:
-        progress = Path(scratch) / "progress.txt"
-        env = {**os.environ, "OMP_NUM_THREADS": str(threads), "TMPDIR": scratch, PROGRESS_ENV: str(progress)}
-        with subprocess.Popen(command, env=env, stderr=subprocess.PIPE) as process:
-            try:
-                tail, hung = _watch(process, kill_after_stop=max_restarts == 0)
-            except KeyboardInterrupt:
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    process.wait(timeout=STOP_GRACE_S)
-                _kill_workers(process.pid)
-                raise
-            status = process.wait()
-        last_step = progress.read_text() if progress.exists() else None
-    if status != 0:
-        raise ParabenchError(failure_message(what, status, tail, hung, last_step))
+
+    def __init__(self, command: list[str], threads: int, what: str, max_restarts: int = 0):
+        log.info("launching: %s", " ".join(command))
+        self.what = what
+        self._scratch = tempfile.TemporaryDirectory(prefix="parabench-workers-")
+        self._progress = Path(self._scratch.name) / "progress.txt"
+        env = {**os.environ, "OMP_NUM_THREADS": str(threads), "TMPDIR": self._scratch.name,
+               PROGRESS_ENV: str(self._progress)}
+        self.process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, preexec_fn=_terminate_with_parent)
+        self._tail, self._hung = "", None
+        self._reader = threading.Thread(target=self._read_stderr, args=(max_restarts == 0,), daemon=True)
+        self._reader.start()
+
+    def _read_stderr(self, kill_after_stop: bool) -> None:
+        self._tail, self._hung = _watch(self.process, kill_after_stop)
+
+    def running(self) -> bool:
+        """Whether the job is still running."""
+        return self.process.poll() is None
+
+    def wait(self) -> None:
+        """Wait for the job to end; raise ParabenchError naming what failed when it did not end well."""
+        try:
+            status = self.process.wait()
+        except KeyboardInterrupt:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=STOP_GRACE_S)
+            _kill_workers(self.process.pid)
+            raise
+        self._reader.join()
+        if status != 0:
+            last_step = self._progress.read_text() if self._progress.exists() else None
+            raise ParabenchError(failure_message(self.what, status, self._tail, self._hung, last_step))
+
+    def close(self) -> None:
+        """Kill whatever of the job still runs and remove its scratch folder."""
+        if self.running():
+            _kill_workers(self.process.pid)
+            self.process.kill()
+        self.process.wait()
+        self._reader.join()
+        self.process.stderr.close()  # type: ignore[union-attr]
+        self._scratch.cleanup()
+
+    def __enter__(self) -> "WorkerJob":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _terminate_with_parent() -> None:
+    """In the launcher, before it runs: SIGTERM when the process that started it dies (torchrun then stops its
+    workers, which also die with it on their own)."""
+    die_with_parent(signal.SIGTERM)
 
 
 def _watch(process: subprocess.Popen[bytes], kill_after_stop: bool) -> tuple[str, list[str] | None]:
