@@ -18,7 +18,7 @@ def main() -> None:
     benchmark = read_json(results_file("benchmark", args.workload))
     primary = WORKLOADS[args.workload].primary_metric
     write_json(speedup_metrics_file(args.workload), compare(run, reference, evaluation, benchmark, primary))
-    write_json(results_file("speedup", args.workload), details(run, reference, evaluation))
+    write_json(results_file("speedup", args.workload), details(run, reference, evaluation, benchmark))
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ def write_workload(name: str, run_hits: list[float], reference_hits: list[float]
     benchmark = {"cells": {role: {"status": "ran", "global_batch": 100, "step_durations_by_round": [
         [seconds * (1 + step % 3 / 100) for step in range(8)]] * 3} for role, seconds in (("ddp", 0.9), ("single", 1.0))}}
     write_json(speedup_metrics_file(name), compare(run, reference, evaluation, benchmark, "test_acc"))
-    write_json(results_file("speedup", name), details(run, reference, evaluation))
+    write_json(results_file("speedup", name), details(run, reference, evaluation, benchmark))
 
 
 @pytest.fixture

@@ -73,15 +73,27 @@ def data_summary(run: dict[str, Any]) -> str:
     return summary if WORKLOADS[run["workload"]].dataset == record["dataset"] else f"real pixels of {summary}"
 
 
+def speedups(run: dict[str, Any], reference: dict[str, Any], benchmark: dict[str, Any] | None) -> dict[str, Any]:
+    """The headline speedup with its interval and where it comes from, both figures it is chosen from with their
+    intervals, and whether they agree (module docstring)."""
+    training_runs = training_runs_speedup(run, reference)
+    interleaved = benchmark_speedup(benchmark, run["strategy"], reference["strategy"])
+    headline = interleaved or training_runs
+    return {"speedup": headline[0], "speedup_ci95": list(headline[1:]),
+            "speedup_from": "benchmark" if interleaved else "training_runs",
+            "speedup_benchmark": interleaved[0] if interleaved else None,
+            "speedup_benchmark_ci95": list(interleaved[1:]) if interleaved else None,
+            "speedup_training_runs": training_runs[0], "speedup_training_runs_ci95": list(training_runs[1:]),
+            "speedups_agree": intervals_overlap(interleaved, training_runs) if interleaved else None}
+
+
 def compare(run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str, Any],
             benchmark: dict[str, Any] | None, primary_metric: str | None) -> dict[str, Any]:
-    """The compact comparison `dvc metrics show` prints: speedup (module docstring) with its interval,
+    """The compact comparison `dvc metrics show` prints: speedup (module docstring; its interval is in results/),
     scaling_efficiency = speedup / the run's devices, the run's evaluation scores, and the workload's primary
     metric for the reference and as a paired difference on the same test items with its 95% interval half-width
     (the reference's other scores and times are in results/; they would make the table too wide to read)."""
-    training_runs = training_runs_speedup(run, reference)
-    interleaved = benchmark_speedup(benchmark, run["strategy"], reference["strategy"])
-    speedup = interleaved or training_runs
+    figures = speedups(run, reference, benchmark)
     rate = f"{run['unit']}s_per_s"
     quality = {}
     if primary_metric is not None:
@@ -96,14 +108,9 @@ def compare(run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str
         **quality,
         rate: run[rate],
         "train_time_s": run["train_time_s"],
-        "speedup": speedup[0],
-        "speedup_ci95": list(speedup[1:]),
-        "speedup_from": "benchmark" if interleaved else "training_runs",
-        "scaling_efficiency": speedup[0] / run["devices"],
-        "speedup_benchmark": interleaved[0] if interleaved else None,
-        "speedup_training_runs": training_runs[0],
-        "speedup_training_runs_ci95": list(training_runs[1:]),
-        "speedups_agree": intervals_overlap(interleaved, training_runs) if interleaved else None,
+        "speedup": figures["speedup"],
+        "scaling_efficiency": figures["speedup"] / run["devices"],
+        "speedups_agree": figures["speedups_agree"],
         "speedup_end_to_end": end_to_end_speedup(run, reference),
         "contended": run["contended"] or reference["contended"],
         **run["labels"],
@@ -111,10 +118,13 @@ def compare(run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str
     }
 
 
-def details(run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str, Any]) -> dict[str, Any]:
-    """What the compact comparison leaves out: how to read it, both runs' times, scores, load and environments."""
+def details(run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str, Any],
+            benchmark: dict[str, Any] | None) -> dict[str, Any]:
+    """What the compact comparison leaves out: how to read it, both speedups with their intervals, both runs' times,
+    scores, load and environments."""
     return {
         "note": INTERLEAVED_NOTE,
+        "speedups": speedups(run, reference, benchmark),
         "quality": in_words(evaluation["paired"], run["strategy"], reference["strategy"])
         if "paired" in evaluation else None,
         "data_origin": run["data_origin"],

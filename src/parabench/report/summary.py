@@ -47,10 +47,11 @@ def comparison() -> tuple[list[dict], list[str], list[str]]:
             row["reference"] = with_interval(evaluation["reference"], metric)
             row["difference"] = f"{figures[f'{metric}_delta']:+.3f} +- {figures[f'{metric}_delta_ci95']:.3f}"
             verdicts.append(f"  {name}: {more['quality']}")
-        low, high = figures["speedup_ci95"]
-        mark = "" if figures["speedup_from"] == "benchmark" else "*"
-        rows.append({**row, "speedup": f"{figures['speedup']:.2f} ({low:.2f}-{high:.2f}){mark}",
-                     "training_runs": figures["speedup_training_runs"], "agree": figures["speedups_agree"],
+        both = more["speedups"]
+        low, high = both["speedup_ci95"]
+        mark = "" if both["speedup_from"] == "benchmark" else "*"
+        rows.append({**row, "speedup": f"{both['speedup']:.2f} ({low:.2f}-{high:.2f}){mark}",
+                     "training_runs": both["speedup_training_runs"], "agree": both["speedups_agree"],
                      "end_to_end": figures["speedup_end_to_end"]})
         if figures["contended"]:
             verdicts.append(f"  {name}: CONTENDED: other programs took over 10% of the CPU while it was timed")
