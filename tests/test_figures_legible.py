@@ -38,7 +38,7 @@ def test_the_benchmark_figure_s_texts_do_not_overlap():
         "use strategy ddp for data parallelism on the CPU."))  # the real reason, as long as it is
     more = [CellRuns(Cell("fashion_mnist", name), cells[1].plan, runs=cells[1].runs)
             for name in ("allreduce", "fsdp", "pipeline")]
-    results = summarize_cells(cells + more)
+    results = summarize_cells(cells + more)["cells"]
     figure = benchmark_figure("fashion_mnist", table(results), skipped(results),
                               "AMD EPYC (AVX512), 2 cores, no GPU, torch 2.14.1+cu130, CUDA 13.0")
     assert overlapping_texts(figure) == []

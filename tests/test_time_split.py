@@ -53,7 +53,7 @@ def test_every_cell_s_step_splits_into_parts_that_add_up_to_it(tmp_path):
             assert all(set(ranks[rank][step]) == set(PHASES) for rank in range(len(ranks)))
             slowest_own = max(sum(ranks[rank][step].values()) for rank in range(len(ranks)))
             assert slowest_own == pytest.approx(duration, rel=1e-9), "a step's phases add up to it on every rank"
-    results = summarize_cells(entries)
+    results = summarize_cells(entries)["cells"]
     for label, figures in results.items():
         split = figures["time_split_s"]
         assert all(seconds >= 0 for seconds in split.values()), (label, split)

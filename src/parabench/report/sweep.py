@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from parabench.config import Sweep
-from parabench.engine.cells import REFERENCE_LINES, SweepPoint
+from parabench.engine.cells import REFERENCE_LINES, StageTime, SweepPoint
 from parabench.io import write_atomic, write_json
 from parabench.paths import results_file, sweep_figure_file, sweep_metrics_dir, sweep_table_dir
 from parabench.report.sweep_figure import draw
@@ -89,9 +89,10 @@ def plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def write_sweep(name: str, sweep: Sweep, scale: str, points: list[SweepPoint], results: list[dict[str, Any]]
-                ) -> None:
-    """Every output of a sweep: a CSV and a metrics JSON per curve, the figure, and the full results."""
+def write_sweep(name: str, sweep: Sweep, scale: str, points: list[SweepPoint], results: list[dict[str, Any]],
+                stage: StageTime) -> None:
+    """Every output of a sweep: a CSV and a metrics JSON per curve, the figure, and the full results (with where the
+    stage's time went)."""
     tables, lines = curve_tables(points, results), reference_lines(points, results)
     notes = {point.curve: engine_note(figures.get("strategy_details", {}))
              for point, figures in zip(points, results) if point.value is not None and figures["status"] == "ran"}
@@ -107,7 +108,7 @@ def write_sweep(name: str, sweep: Sweep, scale: str, points: list[SweepPoint], r
          sweep_figure_file(name))
     write_json(results_file("sweep", name), {
         "sweep": sweep.model_dump(), "scale": scale, "curves": summaries, "reference_lines": lines,
-        "skipped": skipped,
+        "skipped": skipped, "stage": stage.shares(),
         "cells": [{"curve": point.curve, "value": point.value, **figures} for point, figures in zip(points, results)],
     })
     for curve, summary in summaries.items():
