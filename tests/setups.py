@@ -33,7 +33,7 @@ def cpu_setup(devices: int = 1, split_size: int = 8, engine: str = "inprocess", 
 def tiny_settings(**changes: Any) -> FashionMnistSettings:
     """fashion_mnist hyper-parameters small enough for a test: width 4, batch 16."""
     values = dict(epochs=2, batch_size=16, lr=0.05, momentum=0.9, weight_decay=0.0, scaling="strong",
-                  train_subset=None, eval_batch_size=32, warmup_steps=1, seed=0, width=4)
+                  train_subset=None, eval_batch_size=32, epoch_test_images=None, warmup_steps=1, seed=0, width=4)
     return FashionMnistSettings(**{**values, **changes})
 
 

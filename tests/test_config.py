@@ -158,7 +158,7 @@ def test_split_size_larger_than_the_batch_whatever_the_strategy(base_params, wri
 def test_each_workload_gets_its_own_split_size(base_params, write_params):
     params = load_params(write_params(base_params))
     assert {name: params.pipeline.for_workload(name).split_size for name in params.inputs} == {
-        "fashion_mnist": 32, "miniimagenet": 1, "hotdog": 8, "resnet50": 8}
+        "fashion_mnist": 32, "miniimagenet": 1, "hotdog": 8, "resnet50": 2}
     assert make_plan(params, "hotdog", "train").setup.pipeline.split_size == 8
 
 

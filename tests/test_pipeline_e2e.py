@@ -23,7 +23,7 @@ TOP_LEVEL_OUTPUTS = {".venv", ".git", "data", "models", "metrics", "plots", "che
 ANYWHERE = {"__pycache__", ".pytest_cache", "cache", "tmp"}
 TINY_SCALE = {
     "epochs": 2, "batch_size": 32, "lr": 0.05, "momentum": 0.0, "weight_decay": 0.0, "scaling": "strong",
-    "train_subset": None, "eval_batch_size": 64, "warmup_steps": 1, "seed": 0, "width": 4,
+    "train_subset": None, "eval_batch_size": 64, "epoch_test_images": 32, "warmup_steps": 1, "seed": 0, "width": 4,
 }
 TINY_EPISODES = {
     "epochs": 2, "batch_size": 2, "lr": 0.001, "scaling": "strong", "warmup_steps": 1, "seed": 0, "encoder": "conv4",

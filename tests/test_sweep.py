@@ -44,19 +44,19 @@ def test_a_sweep_needs_values_for_the_scale(base_params, write_params):
 
 
 def test_one_list_of_values_serves_every_scale(base_params, write_params):
-    base_params["sweeps"]["split_size"]["values"] = [2, 6, 12]
+    base_params["sweeps"]["split_size"]["values"] = [1, 2, 4]
     for scale in ("quick", "paper"):
         base_params["scale"] = scale
         sweep = load_params(write_params(base_params)).sweeps["split_size"]
-        assert [point.value for point, _ in sweep_cells(sweep, scale)[2:]] == [2, 6, 12]
+        assert [point.value for point, _ in sweep_cells(sweep, scale)[2:]] == [1, 2, 4]
 
 
 def test_a_value_that_could_never_run_stops_before_any_cell(base_params, write_params):
-    base_params["sweeps"]["split_size"]["values"] = [4, 16, 32]  # quick batch: 16
+    base_params["sweeps"]["split_size"]["values"] = [4, 8, 32]  # quick batch: 8
     with pytest.raises(ConfigError, match=r"\(sweeps\.split_size, the cell \{'pipeline\.split_size\.resnet50': 32, "
                                           r"'pipeline\.engine': 'inprocess'\}\) is invalid \(1 problem\):\n"
                                           r"  - pipeline\.split_size\.resnet50: 32 is larger than "
-                                          r"scales\.resnet50\.quick\.batch_size: 16"):
+                                          r"scales\.resnet50\.quick\.batch_size: 8"):
         load_params(write_params(base_params))
     base_params["sweeps"]["split_size"]["values"] = [4]
     base_params["sweeps"]["split_size"]["curves"]["inprocess"] = {"pipeline.shedule": "1f1b"}

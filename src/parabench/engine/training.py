@@ -341,20 +341,19 @@ def progress_note(process: Process, epoch: int, epochs: int, steps: int) -> Iter
 
 def evaluate_epoch(run: Run, state: dict[str, Tensor]) -> dict[str, float]:
     """The workload's scores of the whole plain model after an epoch, computed by rank 0 and shared with all."""
-    scores = evaluate_state(run.plan, run.data, state, run.data.epoch_split, run.process.device) \
-        if run.process.is_main else None
+    scores = epoch_scores(run.plan, run.data, state, run.process.device) if run.process.is_main else None
     return broadcast_object(scores)  # type: ignore[return-value]
 
 
-def evaluate_state(plan: RunPlan, data: WorkloadData, state: dict[str, Tensor], split: str,
-                   device: torch.device) -> dict[str, float]:
-    """The workload's scores of the whole plain model, rebuilt from its state on `device`. On a CPU, with the
+def epoch_scores(plan: RunPlan, data: WorkloadData, state: dict[str, Tensor],
+                 device: torch.device) -> dict[str, float]:
+    """The workload's epoch scores of the whole plain model, rebuilt from its state on `device`. On a CPU, with the
     threads of the node's every process: the others wait for the scores meanwhile."""
     model = plan.workload.build_model(plan.settings)
     model.load_state_dict(state)
     torch.set_num_threads(plan.machine.threads_per_process(1))
     try:
-        return data.evaluate(model.to(device), split, device)
+        return data.epoch_scores(model.to(device), device)
     finally:
         torch.set_num_threads(plan.threads)
 

@@ -37,7 +37,9 @@ def hits(model: nn.Module, images: Tensor, labels: Tensor, to_inputs: Callable[[
 class LabelledImages(WorkloadData):
     """A classifier's data: uint8 images and labels to train on and to test on, scored by cross-entropy and
     argmax accuracy. A workload says how images become model inputs, for training and for testing. origin: the
-    data_origin sentence; provenance_record: the prepared dataset's record (None for images made otherwise)."""
+    data_origin sentence; provenance_record: the prepared dataset's record (None for images made otherwise);
+    epoch_test_images: how many test images (the first ones) are scored after every epoch (None: all of them; the
+    evaluate stage always scores all)."""
 
     train_images: Tensor
     train_labels: Tensor
@@ -46,6 +48,7 @@ class LabelledImages(WorkloadData):
     eval_batch_size: int
     origin: str
     provenance_record: Provenance | None = field(default=None, kw_only=True)
+    epoch_test_images: int | None = field(default=None, kw_only=True)
 
     @property
     def train_units(self) -> int:
@@ -68,3 +71,8 @@ class LabelledImages(WorkloadData):
         if split != "test":
             raise ValueError(f"a classifier's data has a train and a test split, not {split!r}")
         return hits(model, self.test_images, self.test_labels, self.test_inputs, self.eval_batch_size, device)
+
+    def epoch_scores(self, model: nn.Module, device: torch.device) -> dict[str, float]:
+        count = self.epoch_test_images
+        return self.summarize("test", hits(model, self.test_images[:count], self.test_labels[:count],
+                                           self.test_inputs, self.eval_batch_size, device))

@@ -120,6 +120,10 @@ class WorkloadData(ABC):
         the split and `score_name` (e.g. test_acc, test_acc_ci95); empty when there is nothing to score."""
         return self.summarize(split, self.item_scores(model, split, device))
 
+    def epoch_scores(self, model: nn.Module, device: torch.device) -> dict[str, float]:
+        """The scores printed and plotted after every training epoch: `evaluate` on `epoch_split` by default."""
+        return self.evaluate(model, self.epoch_split, device)
+
     def summarize(self, split: str, item_scores: Tensor | None) -> dict[str, float]:
         """Per-item scores of a split as its mean and 95% interval half-width (see `evaluate`)."""
         if item_scores is None:

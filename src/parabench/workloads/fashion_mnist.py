@@ -17,12 +17,14 @@ NUM_CLASSES = 10
 
 
 class FashionMnistSettings(TrainSettings):
-    """SGD's momentum and weight decay, a fixed training subset, the test batch and the ResNet's width."""
+    """SGD's momentum and weight decay, a fixed training subset, the test batch, how many test images are scored
+    after every epoch, and the ResNet's width."""
 
     momentum: Annotated[float, Field(ge=0, lt=1)]
     weight_decay: Annotated[float, Field(ge=0)]
     train_subset: Annotated[int, Field(ge=1)] | None
     eval_batch_size: Annotated[int, Field(ge=1)]
+    epoch_test_images: Annotated[int, Field(ge=1)] | None  # scored after every epoch (None: all 10,000)
     width: Annotated[int, Field(ge=1)]  # channels of the first ResNet stage (64 in the seeds)
 
     @model_validator(mode="after")
@@ -83,4 +85,5 @@ class FashionMnist(Workload):
                                                   settings.train_subset, settings.seed)
         return FashionMnistData(train_images, train_labels, torch.from_numpy(test.images),
                                 torch.from_numpy(test.labels), settings.eval_batch_size,
-                                FASHION_MNIST.origin_sentence(data.provenance), provenance_record=data.provenance)
+                                FASHION_MNIST.origin_sentence(data.provenance), provenance_record=data.provenance,
+                                epoch_test_images=settings.epoch_test_images)
