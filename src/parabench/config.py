@@ -86,6 +86,9 @@ def _merged_spelling(shared: Any, own: Any) -> str:
     return "{" + ", ".join(f"{name}: {size}" for name, size in entries.items()) + "}"
 
 
+WorkerMode = Literal["warm", "fresh"]  # how cells get their processes (CellTiming.workers)
+
+
 class CellTiming(Strict):
     """How cells are timed (the benchmark's and a sweep's): at least `rounds` interleaved rounds of warm-up then timed
     steps per cell, more (up to `max_rounds`) for a cell whose median step is not yet known within `precision`
@@ -96,7 +99,7 @@ class CellTiming(Strict):
     precision: Annotated[float, Field(gt=0, lt=1)]  # e.g. 0.03: the median step known within +-3%
     warmup_steps: Annotated[int, Field(ge=0)]  # steps per run left out of the timing
     timed_steps: Annotated[int, Field(ge=1)]  # timed steps per run
-    workers: Literal["warm", "fresh"]  # warm: one job per process layout serves every cell; fresh: new processes
+    workers: WorkerMode  # warm: one job per process layout serves every cell; fresh: new processes
 
     @model_validator(mode="after")
     def _max_not_below_min(self) -> "CellTiming":

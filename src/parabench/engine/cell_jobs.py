@@ -15,8 +15,9 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from parabench.config import WorkerMode
 from parabench.engine.plan import RunPlan
 from parabench.io import read_json, write_json
 from parabench.runtime.torchrun import WorkerJob, worker_command
@@ -25,7 +26,6 @@ log = logging.getLogger("parabench.cells")
 CELL_WORKER_MODULE = "parabench.engine.cell_worker"
 WAIT_POLL_S = 0.005
 READY = "ready"  # rank 0 writes time.time() here once it is ready for its first cell
-Workers = Literal["warm", "fresh"]
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ class CellJob:
 class CellJobs:
     """The jobs of a benchmark or sweep stage: warm ones by layout, or a fresh one per cell."""
 
-    def __init__(self, scratch: Path, workers: Workers, what: str):
+    def __init__(self, scratch: Path, workers: WorkerMode, what: str):
         self.scratch, self.workers, self.what = scratch, workers, what
         self.warm: dict[Layout, CellJob] = {}
         self.started = 0

@@ -3,24 +3,23 @@ after them, so model setup, evaluation and a warm worker's earlier cells stay ou
 resident set's high-water mark on the CPU (Linux resets it through /proc/self/clear_refs; where it cannot, the
 process's whole life counts, and memory_kind says so)."""
 
-import ctypes
 import resource
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 
+from parabench.runtime.libc import LIBC
+
 CLEAR_REFS = Path("/proc/self/clear_refs")  # writing "5" resets VmHWM to the current resident set (Linux 4.0+)
 STATUS = Path("/proc/self/status")
-_LIBC = ctypes.CDLL(None) if sys.platform.startswith("linux") else None
 
 
 def release_free_heap() -> None:
     """glibc's malloc_trim(0): the free memory that earlier work left in the heap goes back to the system, so that
     what runs next allocates as a fresh process would (elsewhere nothing)."""
-    if _LIBC is not None and hasattr(_LIBC, "malloc_trim"):
-        _LIBC.malloc_trim(0)
+    if LIBC is not None and hasattr(LIBC, "malloc_trim"):
+        LIBC.malloc_trim(0)
 
 
 def _high_water_mark_kib() -> int | None:

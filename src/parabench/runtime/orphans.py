@@ -1,14 +1,11 @@
 """No orphans: a process asks the kernel to signal it when the process that started it dies, even by SIGKILL."""
 
-import ctypes
 import os
 import signal
-import sys
+
+from parabench.runtime.libc import LIBC
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
-# Loaded once, here: a child between fork and exec (preexec_fn) must not load libraries while a thread of its parent
-# may have held the loader's lock.
-_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 
 
 def die_with_parent(sig: int = signal.SIGKILL) -> None:
@@ -17,10 +14,10 @@ def die_with_parent(sig: int = signal.SIGKILL) -> None:
     Call it first thing in a worker (or, through `preexec_fn`, in a launcher before it runs): should the parent have
     died already, before the request was made, the process ends now instead of running on as an orphan.
     """
-    if _LIBC is None:
+    if LIBC is None:
         return
     parent = os.getppid()
-    if _LIBC.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) != 0:
+    if LIBC.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) != 0:
         return  # a kernel that refuses: the launcher's own clean-up still applies
     if os.getppid() != parent:  # the parent died before the request: its signal will not come
         os.kill(os.getpid(), sig)
