@@ -135,6 +135,13 @@ def test_every_timing_stage_depends_on_the_machine():
         assert "results/environment.json" in stages[name]["do"]["deps"], name
 
 
+def test_checkpoints_persist_for_resuming_but_stay_out_of_dvc_s_cache():
+    stages = yaml.safe_load((PROJECT_ROOT / "dvc.yaml").read_text())["stages"]
+    for role in ("train", "reference"):
+        outs = [out for out in stages[role]["do"]["outs"] if isinstance(out, dict)]
+        assert {f"checkpoints/{role}/${{key}}.pt": {"persist": True, "cache": False}} in outs, role
+
+
 def stages_of(*kinds: str) -> set[str]:
     return {f"{kind}@{workload}" for kind in kinds for workload in WORKLOADS}
 
