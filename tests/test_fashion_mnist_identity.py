@@ -49,16 +49,3 @@ def test_single_reaches_the_parameters_of_the_code_before_the_contract(tmp_path)
     if exact:
         assert all(torch.equal(result.state_dict[name], value) for name, value in before["state_dict"].items())
 
-
-def test_after_every_epoch_only_the_first_test_images_are_scored_when_asked():
-    images, labels = brightness_images(64, 1)
-    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(28 * 28, 2))
-    every = FashionMnistData(*brightness_images(32, 0), images, labels, 32, "the fixture's images")
-    first = FashionMnistData(*brightness_images(32, 0), images, labels, 32, "the fixture's images",
-                             epoch_test_images=10)
-    assert every.epoch_scores(model, torch.device("cpu")) == every.evaluate(model, "test", torch.device("cpu"))
-    scored = first.epoch_scores(model, torch.device("cpu"))
-    head = FashionMnistData(*brightness_images(32, 0), images[:10], labels[:10], 32, "the first ten")
-    assert scored == head.evaluate(model, "test", torch.device("cpu"))
-    assert first.evaluate(model, "test", torch.device("cpu")) == every.evaluate(model, "test", torch.device("cpu")), \
-        "the evaluate stage still scores every test image"

@@ -70,9 +70,12 @@ class LabelledImages(WorkloadData):
     def item_scores(self, model: nn.Module, split: str, device: torch.device) -> Tensor:
         if split != "test":
             raise ValueError(f"a classifier's data has a train and a test split, not {split!r}")
-        return hits(model, self.test_images, self.test_labels, self.test_inputs, self.eval_batch_size, device)
+        return self.test_hits(model, device)
 
     def epoch_scores(self, model: nn.Module, device: torch.device) -> dict[str, float]:
-        count = self.epoch_test_images
-        return self.summarize("test", hits(model, self.test_images[:count], self.test_labels[:count],
-                                           self.test_inputs, self.eval_batch_size, device))
+        return self.summarize("test", self.test_hits(model, device, self.epoch_test_images))
+
+    def test_hits(self, model: nn.Module, device: torch.device, count: int | None = None) -> Tensor:
+        """`hits` on the first `count` test images (None: all of them)."""
+        return hits(model, self.test_images[:count], self.test_labels[:count], self.test_inputs,
+                    self.eval_batch_size, device)
