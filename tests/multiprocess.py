@@ -1,4 +1,9 @@
-"""Run a function in N real processes joined by a gloo process group on 127.0.0.1."""
+"""Run a function in N real processes joined by a gloo process group on 127.0.0.1.
+
+The processes come from a fork server that imported torch and the project once (multiprocessing's "forkserver" with
+a preload): each rank starts in a fraction of a second instead of importing torch again, as a spawned one would. The
+server never runs a kernel, so forking it is safe; ranks still share nothing with the test's own process.
+"""
 
 import os
 import socket
@@ -7,6 +12,10 @@ from typing import Any
 
 import torch.distributed as dist
 import torch.multiprocessing as mp
+
+PRELOADED = ["torch", "torch.distributed", "torchvision", "parabench.strategies", "parabench.workloads",
+             "parabench.engine.training", "tests.multiprocess"]
+mp.set_forkserver_preload(PRELOADED)
 
 
 def free_port() -> int:
@@ -27,4 +36,5 @@ def _entry(rank: int, world_size: int, port: int, target: Callable[..., None], a
 
 def run_ranks(world_size: int, target: Callable[..., None], *args: Any) -> None:
     """Call target(rank, world_size, *args) in `world_size` spawned processes; raise if any fails."""
-    mp.spawn(_entry, args=(world_size, free_port(), target, args), nprocs=world_size, join=True)
+    mp.start_processes(_entry, args=(world_size, free_port(), target, args), nprocs=world_size, join=True,
+                       start_method="forkserver")
