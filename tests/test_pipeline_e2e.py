@@ -1,5 +1,6 @@
-"""End to end through DVC: `dvc repro` on tiny fixtures, then `dvc exp run -S strategy=ddp` re-runs only what
-depends on it, and runs whose strategy ignores a changed option finish from their checkpoints."""
+"""End to end through DVC: `dvc repro` on tiny fixtures; then an edited sweep, `dvc exp run -S strategy=model_parallel`
+and other edits re-run only what depends on them, and runs whose strategy ignores a changed option finish from their
+checkpoints."""
 
 import json
 import os
