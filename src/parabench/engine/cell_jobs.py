@@ -8,7 +8,9 @@ another layout's cell runs, and handed its cells one at a time through an inbox 
 Between cells the worker resets the seed, threads, heap and device cache, and builds the model, optimiser and
 strategy anew; a job's first cell is run once untimed before any, so that no cell pays for the process's first
 steps. `fresh` runs every cell in new processes instead (`benchmark.workers: fresh`): the way to check that a warm
-worker times cells as fresh processes do.
+worker times cells as fresh processes do. The A/A control (a second `single` cell) gets a warm job of its own: two
+processes running the same thing may differ (where their memory lies, which core they get) where two moments of one
+process do not, and the noise floor the control sets must span that.
 """
 
 import logging
@@ -35,15 +37,16 @@ class Layout:
     distributed: bool
     processes: int
     threads: int
+    apart: bool = False  # a second job of the same processes (the A/A control's)
 
     @classmethod
-    def of(cls, plan: RunPlan) -> "Layout":
-        """The layout of a planned cell."""
-        return cls(plan.distributed, plan.processes_per_node, plan.threads)
+    def of(cls, plan: RunPlan, apart: bool = False) -> "Layout":
+        """The layout of a planned cell; `apart`: in a job of its own beside the layout's shared one."""
+        return cls(plan.distributed, plan.processes_per_node, plan.threads, apart)
 
     def __str__(self) -> str:
         kind = f"{self.processes} torchrun rank(s)" if self.distributed else "1 plain process"
-        return f"{kind} x {self.threads} thread(s)"
+        return f"{kind} x {self.threads} thread(s){', apart' if self.apart else ''}"
 
 
 class CellJob:
@@ -105,10 +108,10 @@ class CellJobs:
         self.start_up_s += job.start_up_s() or 0.0
         job.close()
 
-    def measure(self, plan: RunPlan, warmup: int, steps: int) -> dict[str, Any]:
+    def measure(self, plan: RunPlan, warmup: int, steps: int, apart: bool = False) -> dict[str, Any]:
         """Time one cell in the job of its layout (warm: started, and primed with one untimed run of this cell, when
-        the layout's first cell comes), or in a job of its own (fresh)."""
-        layout = Layout.of(plan)
+        the layout's first cell comes; `apart`: a second warm job of that layout), or in a job of its own (fresh)."""
+        layout = Layout.of(plan, apart)
         if self.workers == "fresh":
             job = self._start(layout)
             try:

@@ -132,7 +132,7 @@ def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTi
             for entry in due:
                 assert entry.plan is not None
                 log.info("round %d: %s on %s", round_index + 1, entry.cell.label, entry.cell.workload)
-                run = jobs.measure(entry.plan, timing.warmup_steps, timing.timed_steps)
+                run = jobs.measure(entry.plan, timing.warmup_steps, timing.timed_steps, apart=entry.cell.control)
                 entry.runs.append(run)
                 stage.timed_steps_s += sum(run["step_durations"])
                 progress.update()
