@@ -35,7 +35,7 @@ def test_the_answer_names_the_fastest_strategy_beyond_the_noise_and_what_communi
                                                          "(-0.001, 95% -0.005 to +0.003)"}, {})
     assert text.startswith("The fastest strategy here is ddp: 640 samples/s, 2.00x ("), "the ceiling is a bound"
     assert "single, ahead of allreduce by 1.25x (" in text
-    assert "Timed twice as two cells, single against itself came out at 0.995x" in text, "the A/A control"
+    assert "Timed twice as two cells in two processes, single against itself came out at 0.995x" in text, "the A/A control"
     assert "ddp reaches 80% (" in text and "of what independent copies manage side by side" in text
     assert text.endswith(" No detectable difference between ddp and single (-0.001, 95% -0.005 to +0.003).")
 

@@ -46,8 +46,10 @@ def noise_sentence(noise: dict[str, Any]) -> str:
     if noise.get("floor") is None:
         return f"No noise floor was measured here: {noise.get('why_none', 'no A/A control')}."
     low, high = noise["aa_ci95"]
-    return (f"Timed twice as two cells, single against itself came out at {noise['aa_ratio']:.3f}x (95%: {low:.3f}-"
-            f"{high:.3f}): a difference within {noise['floor']:.1%} is this machine's noise.")
+    return (f"Timed twice as two cells in two processes, single against itself came out at {noise['aa_ratio']:.3f}x "
+            f"(95%: {low:.3f}-{high:.3f}): a difference within {noise['floor']:.1%} is this machine's noise. The floor is "
+            "this run's own: a shared machine can drift between runs, so compare two runs by their verdicts and "
+            "intervals, not their last digits.")
 
 
 def fastest_sentence(workload: str, benchmark: dict[str, Any]) -> str:
