@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from parabench.models.d2l_resnet18 import d2l_resnet18
+from parabench.strategies import partition
 from parabench.strategies.partition import balance_by_parameters, choose_cut, cut, split_costs
 
 
@@ -93,3 +94,21 @@ def test_cut_rejects_sizes_that_do_not_cover_the_model():
         cut(make_model(), [3, 2])
     with pytest.raises(ValueError):
         cut(make_model(), [6, 0])
+
+
+def test_a_warm_worker_times_a_model_on_a_sample_once_and_cuts_every_round_alike(monkeypatch):
+    measured = []
+
+    def fake_times(model, sample_inputs, repeats):
+        measured.append(tuple(sample_inputs.shape))
+        return [float(len(measured))] * len(model)
+
+    monkeypatch.setattr(partition, "_measured_block_times", fake_times)
+    model, sample = make_model(), torch.rand(4, 1, 12, 12)
+    assert partition.block_times(model, sample) != partition.block_times(model, sample), "outside: timed each call"
+    with partition.remembered_block_times():
+        first = partition.block_times(model, sample)
+        assert partition.block_times(make_model(), torch.rand(4, 1, 12, 12)) == first, "the same model and sample"
+        assert partition.block_times(model, torch.rand(2, 1, 12, 12)) != first, "another sample shape: timed again"
+    assert measured == [(4, 1, 12, 12)] * 3 + [(2, 1, 12, 12)]
+    assert partition.block_times(model, sample) != first, "after it: timed again"

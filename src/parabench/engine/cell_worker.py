@@ -26,6 +26,7 @@ from parabench.engine.training import measure_cell
 from parabench.runtime.memory import release_free_heap
 from parabench.runtime.orphans import die_with_parent
 from parabench.runtime.process import Process, start, stop
+from parabench.strategies.partition import remembered_block_times
 from parabench.workloads import WorkloadData
 
 POLL_S = 0.005  # how often an idle worker looks for its next command: 5 ms of latency, no measurable CPU
@@ -85,10 +86,11 @@ def serve(inbox: Path) -> None:
 
 
 def main() -> None:
-    """Entry point of a warm cell worker."""
+    """Entry point of a warm cell worker: each model's blocks are timed for its cut once, not once per cell."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("inbox", type=Path)
-    serve(parser.parse_args().inbox)
+    with remembered_block_times():
+        serve(parser.parse_args().inbox)
 
 
 if __name__ == "__main__":

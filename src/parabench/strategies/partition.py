@@ -1,10 +1,11 @@
 """Cutting a model's ordered blocks into consecutive stages: balanced by parameters or measured time, or as the
 seed document cuts it; each stage's measured share of the time is kept either way."""
 
+import contextlib
 import copy
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
@@ -14,6 +15,7 @@ from torch import Tensor, nn
 from parabench.runtime.collectives import synchronize
 
 TIMING_REPEATS = 5
+_remembered: dict[tuple[object, ...], list[float]] | None = None  # see remembered_block_times
 
 
 def split_costs(costs: Sequence[float], n: int) -> list[int]:
@@ -48,13 +50,36 @@ def balance_by_parameters(model: nn.Sequential, n: int) -> list[int]:
     return split_costs([sum(p.numel() for p in block.parameters()) for block in model], n)
 
 
+@contextlib.contextmanager
+def remembered_block_times() -> Iterator[None]:
+    """Within it, block_times times a model (its blocks' kinds and parameter shapes) on a sample (its shape, device,
+    threads) once, and hands back the same times after: a warm benchmark worker cuts every round of a cell alike,
+    and its later cells skip the timing (several forward and backward passes of the whole model each)."""
+    global _remembered
+    _remembered = {}
+    try:
+        yield
+    finally:
+        _remembered = None
+
+
 def block_times(model: nn.Sequential, sample_inputs: Tensor, repeats: int = TIMING_REPEATS) -> list[float]:
     """Median forward+backward seconds of each block on `sample_inputs`'s device, as torchgpipe measures them.
 
     Each block runs as a copy on that device, one block at a time (a sandbox: the model's weights,
     gradients and BatchNorm statistics are untouched), once untimed to warm up, then `repeats` times;
-    each block's input is the previous block's output.
+    each block's input is the previous block's output. Within remembered_block_times, once per model and sample.
     """
+    if _remembered is None:
+        return _measured_block_times(model, sample_inputs, repeats)
+    key = (tuple((type(block).__name__, *(tuple(p.shape) for p in block.parameters())) for block in model),
+           tuple(sample_inputs.shape), sample_inputs.dtype, str(sample_inputs.device), torch.get_num_threads(), repeats)
+    if key not in _remembered:
+        _remembered[key] = _measured_block_times(model, sample_inputs, repeats)
+    return list(_remembered[key])
+
+
+def _measured_block_times(model: nn.Sequential, sample_inputs: Tensor, repeats: int) -> list[float]:
     device = sample_inputs.device
     medians: list[float] = []
     activation = sample_inputs
