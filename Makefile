@@ -20,7 +20,7 @@ test: $(STAMP)
 
 setup: $(STAMP)
 
-# uv when pip can fetch it (about 30 s against pip's 150 on a 2-core VM), with pip's own index settings; else pip
+# uv when pip can fetch it (about 60 s against pip's 150 on a 2-core VM), with pip's own index settings; else pip
 $(STAMP): pyproject.toml tools/install.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python tools/install.py $(VENV)
