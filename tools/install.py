@@ -1,10 +1,10 @@
 """Install the project (`-e .[test]`) into a virtual environment: with uv when pip can fetch it, else with pip.
 
-uv unpacks torch's wheels and compiles their bytecode in parallel (on a 2-core VM about 60 s, where pip takes 150). It does not read pip's
-configuration, so pip's own index settings (find-links, index URLs, constraints, certificate: `pip config list`,
-files and PIP_* variables alike) are passed on, and uv picks the best version across every index, as pip does.
-Anything that stops uv (no network to fetch it, a resolver difference) falls back to pip, so setup never depends on
-uv. Run by `make setup`: `python tools/install.py .venv`.
+uv unpacks torch's wheels and compiles their bytecode in parallel (on a 2-core VM about 60 s, where pip takes 150).
+It does not read pip's configuration, so pip's own index settings (find-links, index URLs, constraints, certificate:
+`pip config list`, files and PIP_* variables alike) are passed on, and uv picks the best version across every index,
+as pip does. Anything that stops uv (no network to fetch it, a resolver difference) falls back to pip, so setup never
+depends on uv. Run by `make setup`: `python tools/install.py .venv`.
 """
 
 import os
