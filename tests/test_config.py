@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from parabench.config import load_params
+from parabench.engine import check
 from parabench.engine.check import check_all
 from parabench.engine.plan import make_plan
 from parabench.errors import ConfigError, StrategyUnavailable
@@ -323,14 +324,24 @@ def test_inputs_a_workload_cannot_read_are_refused_with_its_choices(base_params,
         load_params(write_params(base_params))
 
 
-def test_inputs_name_every_workload_and_only_workloads(base_params, write_params):
+def test_inputs_name_the_workloads_to_run_at_least_one_and_only_workloads(base_params, write_params):
     del base_params["inputs"]["resnet50"]
-    with pytest.raises(ConfigError, match=r"inputs: no entry for resnet50: every workload needs one .* add e\.g\. "
-                                          r"`resnet50: src/parabench/workloads/random_images\.py`"):
+    assert set(load_params(write_params(base_params)).inputs) == {"fashion_mnist", "miniimagenet", "hotdog"}
+    base_params["inputs"] = {}
+    with pytest.raises(ConfigError, match=r"inputs: no workload to run: list at least one of fashion_mnist, .* e\.g\. "
+                                          r"`fashion_mnist: data/prepared/fashion_mnist`"):
         load_params(write_params(base_params))
-    base_params["inputs"].update(resnet50="src/parabench/workloads/random_images.py", cifar10="data/prepared/x")
+    base_params["inputs"] = {"cifar10": "data/prepared/x"}
     with pytest.raises(ConfigError, match=r"inputs: cifar10 names no workload; the workloads are fashion_mnist"):
         load_params(write_params(base_params))
+
+
+def test_the_check_plans_only_the_workloads_listed(base_params, write_params, monkeypatch):
+    planned = []
+    monkeypatch.setattr(check, "make_plan", lambda params, workload, role, machine: planned.append(workload))
+    base_params["inputs"] = {"resnet50": "src/parabench/workloads/random_images.py"}
+    check.check_all(load_params(write_params(base_params)))
+    assert planned == ["resnet50", "resnet50"]
 
 
 @pytest.mark.parametrize("seed", [-1, 2**32])

@@ -1,15 +1,18 @@
 """What `make run` prints last: every number with a name, no empty column, at most 120 characters a line."""
 
+import shutil
 from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 from parabench.io import write_json
 from parabench.paths import benchmark_metrics_dir, results_file, speedup_metrics_file
 from parabench.report import summary
 from parabench.report.speedup import compare, details
 from parabench.stats import paired_difference
+from tests.conftest import PROJECT_ROOT
 
 
 def run_record(strategy: str, seconds: float, devices: int) -> dict:
@@ -36,6 +39,7 @@ def write_workload(name: str, run_hits: list[float], reference_hits: list[float]
 @pytest.fixture
 def outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
+    shutil.copy(PROJECT_ROOT / "params.yaml", tmp_path / "params.yaml")
     write_workload("fashion_mnist", [1.0] * 860 + [0.0] * 5 + [0.0] * 135,
                    [1.0] * 850 + [0.0] * 10 + [1.0] * 5 + [0.0] * 135)
     write_workload("hotdog", [1.0] * 180 + [0.0] * 68, [0.0] * 60 + [1.0] * 120 + [0.0] * 68)
@@ -73,8 +77,18 @@ def test_each_difference_is_said_in_words_and_each_origin_under_the_table(output
 def test_a_cut_strategy_shows_no_efficiency_against_the_data_parallel_ceiling(outputs: Path,
                                                                                capsys: pytest.CaptureFixture[str]
                                                                                ) -> None:
-    rows = {row["cell"]: row for row in summary.benchmark_rows()}
+    rows = {row["cell"]: row for row in summary.benchmark_rows(["fashion_mnist"])}
     assert rows["model_parallel"]["vs_ceiling"] is None and rows["dp"]["per_s"] == "skipped"
     summary.main()
     line = next(line for line in capsys.readouterr().out.splitlines() if "model_parallel" in line)
     assert line.split()[-2] == "-", line
+
+
+def test_a_workload_left_out_of_inputs_is_left_out_though_an_earlier_run_s_files_remain(
+        outputs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    params = yaml.safe_load((outputs / "params.yaml").read_text())
+    del params["inputs"]["hotdog"]
+    (outputs / "params.yaml").write_text(yaml.safe_dump(params))
+    summary.main()
+    printed = capsys.readouterr().out
+    assert "fashion_mnist: no detectable difference" in printed and "hotdog" not in printed

@@ -1,7 +1,7 @@
-"""torchrun jobs on loopback through the real train stage (ddp, 2 gloo ranks; fsdp too for a killed rank): two nodes
-joined by torchrun's rendezvous (ddp, and the distributed pipeline cut across them), and faults (a killed rank, a
-hung rank, a restarted worker group, a node that is late or holds other data); each bounded in time, each named,
-and every run's parameters equal to an uninterrupted single-node one's."""
+"""torchrun jobs on loopback through the real train stage (ddp, 2 gloo ranks): two nodes joined by torchrun's
+rendezvous (ddp, and the distributed pipeline cut across them), and faults (a killed rank, a hung rank, a restarted
+worker group, a node that is late or holds other data); each bounded in time, each named, and every run's parameters
+equal to an uninterrupted single-node one's."""
 
 import json
 import os
@@ -152,20 +152,9 @@ def straight_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def strategy() -> str:
-    """The strategy a test's projects train with: ddp, unless the test is parametrized over it."""
-    return "ddp"
-
-
-@pytest.fixture
-def uninterrupted(strategy: str, straight_project: Path, prepared: Path, tmp_path: Path) -> dict[str, torch.Tensor]:
-    """The parameters of a run of `strategy` without a fault: the straight project's for ddp, else trained here."""
-    if strategy == "ddp":
-        return parameters(straight_project)
-    project = make_project(tmp_path / f"straight-{strategy}", prepared=prepared, strategy=strategy)
-    status, output = finished(stage(project, "train.py", "fashion_mnist"))
-    assert status == 0, output
-    return parameters(project)
+def uninterrupted(straight_project: Path) -> dict[str, torch.Tensor]:
+    """The parameters of the ddp run without a fault."""
+    return parameters(straight_project)
 
 
 @pytest.fixture
@@ -173,10 +162,10 @@ def prepared(straight_project: Path) -> Path:
     return straight_project / PREPARED
 
 
-@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])  # fsdp: its optimiser's state holds DTensors
-def test_a_killed_rank_ends_the_job_named_and_the_rerun_resumes_to_the_same_parameters(tmp_path, tag, strategy,
-                                                                                      uninterrupted, prepared):
-    project = make_project(tmp_path / "killed", prepared=prepared, strategy=strategy)
+def test_a_killed_rank_ends_the_job_named_and_the_rerun_resumes_to_the_same_parameters(tmp_path, tag, uninterrupted,
+                                                                                      prepared):
+    """ddp; fsdp's sharded checkpoint resumes alike (tests/test_training_loop.py, 2 gloo ranks without torchrun)."""
+    project = make_project(tmp_path / "killed", prepared=prepared)
     run = stage(project, "train.py", "fashion_mnist", tag=tag)
     killed_at = hit_rank_after_first_epoch(project, tag, signal.SIGKILL)
     status, output = finished(run)

@@ -1,5 +1,7 @@
 """The training loop on tiny data: it learns, it is seeded, and a crashed run resumes from its checkpoint."""
 
+from pathlib import Path
+
 import pytest
 import torch
 from torch.nn import functional as F
@@ -9,6 +11,8 @@ from parabench.engine.checkpoint import fingerprint, run_description
 from parabench.engine.timing import StepClock
 from parabench.engine.training import build_trainer, epoch_batches, fit, shard_batches, train_pass
 from parabench.errors import ParabenchError
+from parabench.runtime.process import Process
+from tests.multiprocess import run_ranks
 from tests.setups import CPU_PROCESS, cpu_setup, separable_data, tiny_plan
 
 
@@ -51,6 +55,26 @@ def test_resume_after_a_crash_matches_an_uninterrupted_run(tmp_path):
     assert [row["epoch"] for row in resumed.history] == [1, 2]
     for name, value in straight.state_dict.items():
         torch.testing.assert_close(resumed.state_dict[name], value, rtol=1e-5, atol=1e-6)
+
+
+def fit_fsdp_rank(rank: int, world_size: int, epochs: int, checkpoint: Path, out: Path) -> None:
+    plan = tiny_plan("fsdp", setup=cpu_setup(devices=2, batch_shape=(16, 1, 28, 28)), epochs=epochs)
+    result = fit(plan, Process(rank, rank, world_size, torch.device("cpu")), separable_data(), checkpoint, "test data")
+    if rank == 0:
+        torch.save({"state": result.state_dict, "resumed_after_epoch": result.resumed_after_epoch}, out)
+
+
+@pytest.mark.slow
+def test_fsdp_resumes_its_sharded_optimiser_state_to_the_uninterrupted_run(tmp_path):
+    """fsdp's checkpoint holds DTensor shards of the parameters and of SGD's momentum: resumed on 2 gloo ranks after
+    epoch 1, the run ends where an uninterrupted one does (tests/test_torchrun_jobs.py kills a ddp rank for real)."""
+    run_ranks(2, fit_fsdp_rank, 2, tmp_path / "straight.pt", tmp_path / "straight")
+    run_ranks(2, fit_fsdp_rank, 1, tmp_path / "crashed.pt", tmp_path / "first")  # a run killed after epoch 1
+    run_ranks(2, fit_fsdp_rank, 2, tmp_path / "crashed.pt", tmp_path / "resumed")
+    straight, resumed = (torch.load(tmp_path / name, weights_only=True) for name in ("straight", "resumed"))
+    assert resumed["resumed_after_epoch"] == 1
+    for name, value in straight["state"].items():
+        torch.testing.assert_close(resumed["state"][name], value, rtol=1e-5, atol=1e-6, msg=name)
 
 
 def test_a_run_is_identified_by_what_shapes_its_math_and_timings_only():

@@ -197,15 +197,18 @@ class Params(Strict):
     scale: str
     scales: Scales  # type: ignore[valid-type]
     data: DataSources  # type: ignore[valid-type]
-    inputs: dict[str, str]  # workload -> what its stages read besides the code (dvc.yaml's foreach over workloads)
+    inputs: dict[str, str]  # the workloads dvc.yaml runs (its foreach), each -> what its stages read besides the code
     sweeps: dict[str, Sweep]
 
     @field_validator("inputs")
     @classmethod
-    def _every_workload_reads_what_it_can(cls, inputs: dict[str, str]) -> dict[str, str]:
-        """One entry for each workload, and only for workloads; each names what its workload can read."""
-        check_every_workload_once(inputs, "dvc.yaml runs the workloads listed there",
-                                  lambda workload: next(iter(input_choices(workload))))
+    def _listed_workloads_read_what_they_can(cls, inputs: dict[str, str]) -> dict[str, str]:
+        """The workloads to run (any of them, at least one), each naming what it can read."""
+        check_workload_names(inputs)
+        if not inputs:
+            first = next(iter(WORKLOADS))
+            raise ValueError(f"no workload to run: list at least one of {', '.join(WORKLOADS)}, e.g. "
+                             f"`{first}: {next(iter(input_choices(first)))}`")
         for workload, value in inputs.items():
             problem = unreadable(workload, value)
             if problem:
@@ -261,12 +264,18 @@ class Params(Strict):
 def check_every_workload_once(entries: dict[str, Any], why: str, example: Callable[[str], str]) -> None:
     """A per-workload mapping names each workload and only workloads (`why` every workload needs an entry; `example`:
     a value to suggest for a missing one)."""
-    unknown, missing = [name for name in entries if name not in WORKLOADS], [n for n in WORKLOADS if n not in entries]
-    if unknown:
-        raise ValueError(f"{', '.join(unknown)} names no workload; the workloads are {', '.join(WORKLOADS)}")
+    check_workload_names(entries)
+    missing = [name for name in WORKLOADS if name not in entries]
     if missing:
         raise ValueError(f"no entry for {', '.join(missing)}: every workload needs one ({why}); add e.g. "
                          f"`{missing[0]}: {example(missing[0])}`")
+
+
+def check_workload_names(entries: dict[str, Any]) -> None:
+    """Every key of a per-workload mapping names a workload."""
+    unknown = [name for name in entries if name not in WORKLOADS]
+    if unknown:
+        raise ValueError(f"{', '.join(unknown)} names no workload; the workloads are {', '.join(WORKLOADS)}")
 
 
 def input_choices(workload: str) -> dict[str, str | None]:

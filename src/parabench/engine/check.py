@@ -15,7 +15,6 @@ from parabench.io import write_json
 from parabench.paths import ENVIRONMENT_FILE, ROLES, source_record_file
 from parabench.runtime.environment import machine_identity
 from parabench.runtime.hardware import resolve
-from parabench.workloads import WORKLOADS
 
 log = logging.getLogger("parabench.check")
 
@@ -25,7 +24,7 @@ def check_all(params: Params) -> list[str]:
     benchmark and sweep cell too, and return what each one that cannot run on this hardware will skip, and why
     (their stages record it and go on)."""
     machine = resolve(params.hardware)
-    for workload_name in WORKLOADS:
+    for workload_name in params.inputs:
         for role in ROLES:
             make_plan(params, workload_name, role, machine=machine)
     raw = params.model_dump()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from parabench.config import load_params
 from parabench.io import read_json
 from parabench.paths import REPORT_FILE, benchmark_metrics_dir, results_file, speedup_metrics_file
 from parabench.report.answers import fastest_sentence
@@ -30,11 +31,12 @@ def with_interval(scores: dict[str, float], metric: str) -> str:
     return f"{scores[metric]:.3f}" + (f" +- {interval:.3f}" if interval is not None else "")
 
 
-def comparison() -> tuple[list[dict], list[str], list[str]]:
+def comparison(workloads: list[str]) -> tuple[list[dict], list[str], list[str]]:
     """One row per workload, the run against its reference; under the table, each quality difference in words, and
     where each workload's data came from."""
     rows, verdicts, origins = [], [], []
-    for name, workload in WORKLOADS.items():
+    for name in workloads:
+        workload = WORKLOADS[name]
         path = speedup_metrics_file(name)
         if not path.exists():
             continue
@@ -59,10 +61,10 @@ def comparison() -> tuple[list[dict], list[str], list[str]]:
     return rows, verdicts, origins
 
 
-def benchmark_rows() -> list[dict]:
+def benchmark_rows(workloads: list[str]) -> list[dict]:
     """One row per benchmark cell that ran (and a mark for those skipped)."""
     rows = []
-    for name in WORKLOADS:
+    for name in workloads:
         for path in sorted(Path(benchmark_metrics_dir(name)).glob("*.json")):
             figures = read_json(path)
             rate = next((key for key in figures if key.endswith("s_per_s")), None)
@@ -80,17 +82,17 @@ def benchmark_rows() -> list[dict]:
     return rows
 
 
-def answers() -> list[str]:
+def answers(workloads: list[str]) -> list[str]:
     """Per workload, the benchmark's answer: the fastest strategy beyond the noise (or the tie), the A/A control,
     the ceiling, and the cells flagged as not an answer."""
-    return [f"  {name}: {fastest_sentence(name, read_json(results_file('benchmark', name)))}" for name in WORKLOADS
+    return [f"  {name}: {fastest_sentence(name, read_json(results_file('benchmark', name)))}" for name in workloads
             if results_file("benchmark", name).exists()]
 
 
-def input_rows() -> list[dict]:
+def input_rows(workloads: list[str]) -> list[dict]:
     """Per workload, from the benchmark's `single` cell: the transform alone against a whole training step."""
     rows = []
-    for name in WORKLOADS:
+    for name in workloads:
         path = results_file("benchmark", name)
         single = read_json(path)["cells"].get("single", {}) if path.exists() else {}
         if single.get("status") != "ran":
@@ -102,10 +104,10 @@ def input_rows() -> list[dict]:
     return rows
 
 
-def sweep_rows() -> list[dict]:
+def sweep_rows(sweeps: list[str]) -> list[dict]:
     """One row per sweep curve: its fastest value and how it compares (full tables: results/sweep/)."""
     rows = []
-    for path in sorted(Path("results/sweep").glob("*.json")):
+    for path in [results_file("sweep", name) for name in sweeps if results_file("sweep", name).exists()]:
         for curve, figures in read_json(path)["curves"].items():
             rows.append({"sweep": path.stem, "curve": curve, "best_value": figures["best_value"],
                          "s_per_step": figures["best_median_s"], "vs_single": figures["speedup"],
@@ -124,9 +126,12 @@ def table(rows: list[dict]) -> str:
 
 
 def main() -> None:
-    """Print the comparison with its verdicts and data origins, the benchmark, input path and sweeps, then where the
-    files are; every line at most WIDTH characters."""
-    rows, verdicts, origins = comparison()
+    """Print the comparison with its verdicts and data origins, the benchmark, input path and sweeps of the workloads
+    and sweeps params.yaml runs (not what an earlier run left), then where the files are; every line at most WIDTH
+    characters."""
+    params = load_params()
+    workloads = list(params.inputs)
+    rows, verdicts, origins = comparison(workloads)
     print(textwrap.fill(f"Each run against its reference ({SPEEDUPS}):", WIDTH))
     print(table(rows))
     print("Quality, paired on the same test items (a difference whose 95% interval holds 0 is no difference):")
@@ -137,14 +142,14 @@ def main() -> None:
     print("side by side, the bound for data-parallel strategies on this machine; vs_ceiling is theirs alone;")
     print("comm_share: the step's communication not hidden behind compute; plots/figures/benchmark-*.png splits")
     print("every cell's step into its parts):")
-    print(table(benchmark_rows()))
+    print(table(benchmark_rows(workloads)))
     print("Answers, named only beyond each benchmark's noise floor (its A/A control: single timed twice):")
-    print("\n".join(textwrap.fill(line, WIDTH, subsequent_indent="    ") for line in answers()))
+    print("\n".join(textwrap.fill(line, WIDTH, subsequent_indent="    ") for line in answers(workloads)))
     print("\nInput path, one process: the workload's transform (decode, normalise, augment) alone against a whole")
     print("training step; headroom below 1 would starve training:")
-    print(table(input_rows()))
+    print(table(input_rows(workloads)))
     print("\nSweeps: each curve's fastest value (> 1: faster than that; plots/figures/sweep-*.png has the curves):")
-    print(table(sweep_rows()))
+    print(table(sweep_rows(list(params.sweeps))))
     print("\n" + WHERE)
     if REPORT_FILE.exists():
         print(f"\nThe answer on one page, every figure embedded (open it in a browser): {REPORT_FILE}")
