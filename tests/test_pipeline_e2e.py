@@ -253,11 +253,13 @@ def test_repro_then_experiment(tmp_path):
         assert (project / f"plots/figures/benchmark-{workload}.png").stat().st_size > 0
     assert "test_acc_ci95" in json.loads((project / "metrics/speedup/fashion_mnist.json").read_text())
 
+    # the README's recipe, in its form for a key that only one metrics file has (DVC then names the column by the key
+    # alone: here test_acc_delta, fashion_mnist being the only scored workload)
     kept = run(project, "dvc", "exp", "show", "--csv", "--drop", ".*", "--keep",
-               "Experiment|metrics/speedup/fashion_mnist.json:(strategy|speedup|test_acc_delta)$")  # the README's
+               "Experiment|(metrics/speedup/fashion_mnist.json:)?(strategy|speedup|test_acc_delta)$")
     header, *rows = kept.splitlines()
-    assert header.split(",") == ["Experiment", *(f"metrics/speedup/fashion_mnist.json:{key}" for key in
-                                                 ("strategy", "test_acc_delta", "speedup"))]
+    assert header.split(",") == ["Experiment", "metrics/speedup/fashion_mnist.json:strategy", "test_acc_delta",
+                                 "metrics/speedup/fashion_mnist.json:speedup"]
     assert {row.split(",")[1] for row in rows} == {"ddp", "model_parallel"}
     assert "train_time_s" in run(project, "dvc", "metrics", "diff")
     run(project, "dvc", "plots", "show", "-o", str(tmp_path / "plots"))
