@@ -167,3 +167,9 @@ def test_the_model_is_torchvisions_and_every_block_can_be_timed_and_cut():
     assert len(block_times(model, images, repeats=1)) == len(model) == 11
     model.relu.inplace = True  # torchvision's own stem: in place, which the first block of a stage must survive
     assert len(block_times(model, images, repeats=1)) == 11
+
+
+def test_the_starting_weights_are_named_beside_every_metric():
+    """Every hotdog metrics file (speedup and benchmark) carries `pretrained`: scratch and fine-tuned runs differ."""
+    assert Hotdog().choices_beside_metrics(settings()) == {"pretrained": "none"}
+    assert Hotdog().choices_beside_metrics(settings(pretrained="imagenet")) == {"pretrained": "imagenet"}

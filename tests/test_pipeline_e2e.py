@@ -119,9 +119,7 @@ def outputs_of(project: Path) -> dict[str, bytes]:
 def breaks_before_any_stage(project: Path, edit, expected: str) -> None:
     """`dvc repro` with params.yaml edited stops at the check stage with `expected`, and every output stays."""
     good = (project / "params.yaml").read_text()
-    broken = yaml.safe_load(good)
-    edit(broken)
-    (project / "params.yaml").write_text(yaml.safe_dump(broken, sort_keys=False))
+    edit_params(project, edit)
     before = outputs_of(project)
     done = attempt(project, "dvc", "repro")
     (project / "params.yaml").write_text(good)

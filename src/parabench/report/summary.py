@@ -107,7 +107,9 @@ def input_rows(workloads: list[str]) -> list[dict]:
 def sweep_rows(sweeps: list[str]) -> list[dict]:
     """One row per sweep curve: its fastest value and how it compares (full tables: results/sweep/)."""
     rows = []
-    for path in [results_file("sweep", name) for name in sweeps if results_file("sweep", name).exists()]:
+    for path in (results_file("sweep", name) for name in sweeps):
+        if not path.exists():
+            continue
         for curve, figures in read_json(path)["curves"].items():
             rows.append({"sweep": path.stem, "curve": curve, "best_value": figures["best_value"],
                          "s_per_step": figures["best_median_s"], "vs_single": figures["speedup"],
