@@ -116,7 +116,7 @@ class Hotdog(Workload):
 
     def optimizer(self, groups: list[dict], settings: HotdogSettings) -> torch.optim.Optimizer:
         if settings.optimizer == "adamw":
-            return torch.optim.AdamW(groups, weight_decay=settings.weight_decay)
+            return torch.optim.AdamW(groups, weight_decay=settings.weight_decay, fused=True)
         return torch.optim.SGD(groups, momentum=settings.momentum, weight_decay=settings.weight_decay)
 
     def open(self, prepared: Path | None, settings: HotdogSettings) -> HotdogData:

@@ -147,7 +147,7 @@ class MiniImagenet(Workload):
         return (settings.n_way * (settings.n_shot + settings.n_query), *MINIIMAGENET.image_shape)
 
     def optimizer(self, groups: list[dict], settings: MiniImagenetSettings) -> torch.optim.Optimizer:
-        return torch.optim.Adam(groups)
+        return torch.optim.Adam(groups, fused=True)
 
     def lr_schedule(self, optimizer: torch.optim.Optimizer, settings: MiniImagenetSettings,
                     steps_per_epoch: int) -> torch.optim.lr_scheduler.LRScheduler | None:
