@@ -1,7 +1,7 @@
 """Benchmark: where a two-stage CPU pipeline's step goes, from each stage's own cost per micro-batch.
 
     python benchmarks/pipeline_stage_cost.py [--image-size 48] [--batch 12] [--cut 3 3] [--splits 1 3 12]
-                                             [--repeats 5] [--measured results/sweep/split_size_distributed.json]
+                                             [--repeats 5] [--measured results/sweep/split_size.json]
 
 The distributed pipeline gives each stage one process with its share of the cores (1 thread of 2). This times, in
 one process, ResNet-50's training step (forward, backward, SGD update) on the whole batch at 2 threads and at 1

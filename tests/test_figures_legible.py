@@ -49,7 +49,7 @@ def test_the_sweep_figure_s_texts_do_not_overlap():
                                    "p25_s": [4.0, 0.9, 1.4, 2.9], "p75_s": [6.0, 1.2, 1.6, 3.1]})
               for curve in ("gpipe", "1f1b")}
     lines = {"single": {"median_s": 2.0, "p25_s": 1.9, "p75_s": 2.1}, "model_parallel": {"skipped": "needs 2"}}
-    figure = sweep_figure("resnet50: pipeline over pipeline.split_size.resnet50 (split_size_distributed, quick "
+    figure = sweep_figure("resnet50: pipeline over pipeline.split_size.resnet50 (split_size, quick "
                           "scale)\nmeasured on AMD EPYC (AVX512), 2 cores, no GPU, torch 2.14.1+cu130, CUDA 13.0",
                           "pipeline.split_size.resnet50", tables, lines,
                           ["1f1b pipeline.split_size.resnet50=4 skipped: 1f1b needs micro-batches"])

@@ -47,7 +47,7 @@ DATASETS = ("fashion_mnist", "miniimagenet", "hotdog")  # each has its download 
 # tests train it under every strategy.
 WORKLOADS = ("fashion_mnist", "resnet50")
 SCORED = ("fashion_mnist",)
-SWEEPS = ("sweep@split_size",)  # the distributed curve: make run's sweep@split_size_distributed, test_torchrun_jobs
+SWEEPS = ("sweep@split_size",)  # its in-process curve; the distributed ones run in make run and test_torchrun_jobs
 
 
 def write_fixture_dataset(folder: Path, seed: int = 0) -> Path:
@@ -81,6 +81,7 @@ def make_project(tmp_path: Path) -> Path:
     params["sweeps"] = {"split_size": params["sweeps"]["split_size"]}
     for sweep in params["sweeps"].values():
         sweep.update(TINY_SWEEP)
+        sweep["curves"] = {"inprocess": sweep["curves"]["inprocess"]}
         sweep["values"]["tiny"] = [2]
     params["scale"] = "tiny"
     params["inputs"] = {workload: params["inputs"][workload] for workload in WORKLOADS}

@@ -58,8 +58,8 @@ def test_the_sweep_answer_gives_each_curve_s_best_split_size():
     sweep = {"sweep": {"param": "pipeline.split_size.resnet50"},
              "curves": {"gpipe": {"best_value": 4, "speedup": 1.1, "speedup_vs_model_parallel": 1.6},
                         "1f1b": {"best_value": 8, "speedup": None, "speedup_vs_model_parallel": None}}}
-    assert sweep_sentence("split_size_distributed", sweep) == (
-        "Sweep split_size_distributed: gpipe is fastest at pipeline.split_size.resnet50=4 (1.10x single, 1.60x "
+    assert sweep_sentence("split_size", sweep) == (
+        "Sweep split_size: gpipe is fastest at pipeline.split_size.resnet50=4 (1.10x single, 1.60x "
         "model_parallel); 1f1b is fastest at pipeline.split_size.resnet50=8.")
 
 
