@@ -1,11 +1,12 @@
-"""Stage benchmark@<workload>: every listed strategy and the machine's ceiling, interleaved over rounds."""
+"""Stage benchmark@<workload>: every listed strategy and the machine's ceiling, interleaved over rounds, as timed
+(speedup@<workload> summarises them)."""
 
 import argparse
 
 from parabench.cli import stage_main
 from parabench.config import load_params, read_raw_params
-from parabench.engine.cells import plan_benchmark, run_cells
-from parabench.report.benchmark import write_benchmark
+from parabench.engine.cells import plan_benchmark, run_cells, write_cell_runs
+from parabench.paths import results_file
 from parabench.runtime.hardware import resolve
 from parabench.workloads import WORKLOADS
 
@@ -18,8 +19,7 @@ def main() -> None:
     options = params.benchmark
     planned = plan_benchmark(raw, args.workload, options.strategies, resolve(params.hardware).devices)
     stage = run_cells(planned, options, f"benchmark@{args.workload}")
-    choices = WORKLOADS[args.workload].choices_beside_metrics(params.settings(args.workload))
-    write_benchmark(args.workload, planned, stage, choices)
+    write_cell_runs(results_file("benchmark_cells", args.workload), planned, stage)
 
 
 if __name__ == "__main__":

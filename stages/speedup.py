@@ -1,10 +1,14 @@
-"""Stage speedup@<workload>: the run against its reference, in a few numbers, with the robust interleaved ratio."""
+"""Stage speedup@<workload>: the benchmark's cells summarised (noise floor, ranking, figure, metrics), then the run
+against its reference, in a few numbers, with the robust interleaved ratio."""
 
 import argparse
 
 from parabench.cli import stage_main
+from parabench.config import load_params
+from parabench.engine.cells import read_cell_runs
 from parabench.io import read_json, write_json
 from parabench.paths import results_file, speedup_metrics_file
+from parabench.report.benchmark import write_benchmark
 from parabench.report.speedup import compare, details
 from parabench.workloads import WORKLOADS
 
@@ -13,11 +17,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("workload", choices=sorted(WORKLOADS))
     args = parser.parse_args()
+    workload = WORKLOADS[args.workload]
+    choices = workload.choices_beside_metrics(load_params().settings(args.workload))
+    write_benchmark(args.workload, read_cell_runs(results_file("benchmark_cells", args.workload)), choices)
     run, reference = (read_json(results_file(role, args.workload)) for role in ("train", "reference"))
     evaluation = read_json(results_file("eval", args.workload))
     benchmark = read_json(results_file("benchmark", args.workload))
-    primary = WORKLOADS[args.workload].primary_metric
-    write_json(speedup_metrics_file(args.workload), compare(run, reference, evaluation, benchmark, primary))
+    write_json(speedup_metrics_file(args.workload), compare(run, reference, evaluation, benchmark,
+                                                            workload.primary_metric))
     write_json(results_file("speedup", args.workload), details(run, reference, evaluation, benchmark))
 
 

@@ -1,13 +1,12 @@
-"""Stage sweep@<name>: one params key over its values (once per curve) beside single and model_parallel."""
+"""Stage sweep@<name>: one params key over its values (once per curve) beside single and model_parallel, as timed
+(sweep_summary@<name> draws its curves)."""
 
 import argparse
 
 from parabench.cli import stage_main
-from parabench.config import PARAMS_FILE, load_params, read_raw_params
-from parabench.engine.cells import plan_sweep, run_cells
-from parabench.errors import ConfigError
-from parabench.report.benchmark import summarize_cells
-from parabench.report.sweep import write_sweep
+from parabench.config import load_params, read_raw_params
+from parabench.engine.cells import plan_sweep, run_cells, write_cell_runs
+from parabench.paths import results_file
 
 
 def main() -> None:
@@ -15,15 +14,10 @@ def main() -> None:
     parser.add_argument("sweep")
     args = parser.parse_args()
     params, raw = load_params(), read_raw_params()
-    if args.sweep not in params.sweeps:
-        raise ConfigError(f"{PARAMS_FILE}: sweeps has no entry {args.sweep!r}; the sweeps are: "
-                          f"{', '.join(params.sweeps) or 'none'}.")
-    sweep = params.sweeps[args.sweep]
-    points, planned = zip(*plan_sweep(raw, sweep, params.scale))
+    sweep = params.sweep(args.sweep)
+    _, planned = zip(*plan_sweep(raw, sweep, params.scale))
     stage = run_cells(list(planned), sweep, f"sweep@{args.sweep}")
-    by_label = summarize_cells(list(planned))["cells"]
-    write_sweep(args.sweep, sweep, params.scale, list(points), [by_label[entry.cell.label] for entry in planned],
-                stage)
+    write_cell_runs(results_file("sweep_cells", args.sweep), list(planned), stage)
 
 
 if __name__ == "__main__":

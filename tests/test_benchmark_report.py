@@ -2,7 +2,7 @@
 
 import pytest
 
-from parabench.engine.cells import Cell, CellRuns, benchmark_cells, interleaved
+from parabench.engine.cells import Cell, CellRuns, StageTime, benchmark_cells, interleaved, read_cell_runs, write_cell_runs
 from parabench.report.benchmark import compact, skipped, summarize_cells, table
 from parabench.report.benchmark_figure import draw
 from parabench.report.time_split import cut_parts, time_split
@@ -39,6 +39,18 @@ def entries() -> list[CellRuns]:
     cut = CellRuns(Cell("fashion_mnist", "model_parallel"), cut_plan,
                    runs=[run([0.1, 0.1, 0.1], 1), run([0.1, 0.1, 0.1], 1)])
     return [single, ddp, ceiling, dp, cut]
+
+
+def test_what_a_timing_stage_measured_reads_back_as_it_was_summarised(tmp_path):
+    """benchmark@ and sweep@ write their cells as timed; speedup@ and sweep_summary@ summarise what they read back."""
+    timed = entries()
+    timed[1].cell = Cell("fashion_mnist", "ddp", overrides=(("pipeline.split_size.fashion_mnist", 16),))
+    stage = StageTime(wall_s=10.0, start_up_s=1.0, timed_steps_s=5.0, jobs_started=2)
+    write_cell_runs(tmp_path / "cells.json", timed, stage)
+    measured = read_cell_runs(tmp_path / "cells.json")
+    assert measured.cells == timed and measured.stage == stage
+    assert measured.environment["cpu_model"] and measured.environment["torch"], "the machine that timed them"
+    assert summarize_cells(measured.cells) == summarize_cells(timed)
 
 
 def test_medians_spread_speedup_efficiency_and_ceiling():

@@ -71,12 +71,14 @@ def written_paths() -> set[str]:
         for role in paths.ROLES:
             found |= {paths.model_file(role, workload), paths.checkpoint_file(role, workload),
                       paths.results_file(role, workload), paths.train_curve_file(role, workload)}
-        found |= {paths.results_file("eval", workload), paths.results_file("benchmark", workload),
+        found |= {paths.results_file("eval", workload), paths.results_file("benchmark_cells", workload),
+                  paths.results_file("benchmark", workload),
                   paths.benchmark_table_file(workload), paths.benchmark_figure_file(workload),
                   paths.benchmark_metrics_dir(workload), paths.results_file("speedup", workload),
                   paths.speedup_metrics_file(workload)}
     for sweep in params.sweeps:
-        found |= {paths.results_file("sweep", sweep), paths.sweep_figure_file(sweep), paths.sweep_table_dir(sweep),
+        found |= {paths.results_file("sweep_cells", sweep), paths.results_file("sweep", sweep),
+                  paths.sweep_figure_file(sweep), paths.sweep_table_dir(sweep),
                   paths.sweep_metrics_dir(sweep)}
     return {Path(path).as_posix() for path in found}
 

@@ -47,7 +47,7 @@ DATASETS = ("fashion_mnist", "miniimagenet", "hotdog")  # each has its download 
 # tests train it under every strategy.
 WORKLOADS = ("fashion_mnist", "resnet50")
 SCORED = ("fashion_mnist",)
-SWEEPS = ("sweep@split_size",)  # its in-process curve; the distributed ones run in make run and test_torchrun_jobs
+SWEEPS = ("split_size",)  # its in-process curve; the distributed ones run in make run and test_torchrun_jobs
 
 
 def write_fixture_dataset(folder: Path, seed: int = 0) -> Path:
@@ -145,7 +145,7 @@ def test_every_timing_stage_depends_on_the_machine():
     stages = yaml.safe_load((PROJECT_ROOT / "dvc.yaml").read_text())["stages"]
     assert stages["check"]["always_changed"] is True
     assert {"results/environment.json": {"persist": True}} in stages["check"]["outs"]
-    for name in ("train", "reference", "benchmark"):
+    for name in ("train", "reference", "benchmark", "sweep"):
         assert "results/environment.json" in stages[name]["do"]["deps"], name
 
 
@@ -182,7 +182,8 @@ def test_repro_then_experiment(tmp_path):
     run(project, "git", "commit", "-qm", "project")
 
     first = run(project, "dvc", "repro")
-    assert stages_run(first) == {"check", *SWEEPS, "report"} | stages_of(
+    assert stages_run(first) == {"check", "report"} | {f"{kind}@{sweep}" for kind in ("sweep", "sweep_summary")
+                                                       for sweep in SWEEPS} | stages_of(
         "train", "reference", "evaluate", "benchmark", "speedup") | {
         f"{kind}@{dataset}" for kind in ("download", "prepare") for dataset in DATASETS}, "resnet50 has no data stages"
     assert_the_report_shows_every_seed_experiment(project / "report" / "index.html")
@@ -220,7 +221,7 @@ def test_repro_then_experiment(tmp_path):
     # A sweep re-runs when its own values change, and nothing else does.
     edit_params(project, lambda p: p["sweeps"]["split_size"]["values"].update(tiny=[4]))
     resweep = run(project, "dvc", "repro")
-    assert stages_run(resweep) == {"check", "sweep@split_size", "report"}
+    assert stages_run(resweep) == {"check", "sweep@split_size", "sweep_summary@split_size", "report"}
     swept = json.loads((project / "metrics/sweep/split_size/inprocess.json").read_text())
     assert swept["best_value"] == 4 and swept["speedup"] > 0 and swept["speedup_vs_largest_value"] == 1
 

@@ -185,6 +185,18 @@ def test_no_dep_is_code_the_stage_does_not_run(name):
     assert len(set(deps)) == len(deps), f"stage {name}: a dep listed twice: {deps}"
 
 
+SUMMARISING = {"speedup", "sweep_summary", "report"}  # they read what other stages measured, and measure nothing
+
+
+def test_an_edit_of_how_results_are_summarised_re_runs_no_stage_that_trains_or_times():
+    """With every stage's deps its closure (above), a stage re-runs on an edit of report/ only if it runs report/."""
+    runs_report = {name for name, body in STAGES.items()
+                   if any(file.startswith("src/parabench/report/") for file in closure(script_of(name, body)))}
+    assert runs_report == SUMMARISING
+    for name in ("train", "reference", "evaluate", "benchmark", "sweep"):
+        assert name in STAGES, name
+
+
 def test_the_closure_follows_submodule_imports_subprocess_modules_and_parent_packages(tmp_path):
     """The reader itself: `from parabench.strategies import ddp` is strategies/ddp.py; WORKER_MODULE's string starts
     engine/worker.py; a submodule runs its packages' __init__.py; a logger name is no import."""

@@ -11,6 +11,7 @@ from parabench.config import load_params, sweep_params
 from parabench.engine.cells import StageTime, SweepPoint, sweep_cells
 from parabench.errors import ConfigError
 from parabench.report.sweep import write_sweep
+from parabench.runtime.environment import machine_identity
 
 PARAM = "pipeline.split_size.resnet50"
 
@@ -113,7 +114,7 @@ def test_a_sweep_writes_each_curve_and_picks_its_fastest_value(base_params, writ
                ran(4.0, 3.0, 5.0, distributed), {"status": "skipped", "reason": "1f1b needs micro-batches"},
                ran(0.8, 0.7, 0.9, distributed), ran(1.6, 1.5, 1.7, distributed)]
     monkeypatch.chdir(tmp_path)
-    write_sweep("toy", sweep, "quick", points, results, StageTime())
+    write_sweep("toy", sweep, "quick", points, results, StageTime(), machine_identity())
 
     gpipe = pd.read_csv(tmp_path / "plots/sweep/toy/gpipe.csv")
     assert list(gpipe.columns) == ["value", "median_s", "p25_s", "p75_s", "samples_per_s"]
@@ -137,7 +138,7 @@ def test_an_inprocess_curve_on_the_cpu_says_its_stages_cannot_overlap(base_param
     inprocess = {"engine": "inprocess", "devices_virtual": True}
     monkeypatch.chdir(tmp_path)
     write_sweep("toy", sweep, "quick", [SweepPoint("single"), SweepPoint("inprocess", 2)],
-                [ran(1.0, 0.9, 1.1), ran(2.0, 1.9, 2.1, inprocess)], StageTime())
+                [ran(1.0, 0.9, 1.1), ran(2.0, 1.9, 2.1, inprocess)], StageTime(), machine_identity())
     curve = json.loads((tmp_path / "results/sweep/toy.json").read_text())["curves"]["inprocess"]
     assert "cannot overlap" in curve["note"] and curve["speedup"] == 0.5
 
@@ -149,7 +150,7 @@ def test_a_sweep_that_cannot_run_on_this_hardware_records_why_and_still_writes_i
     reason = {"status": "skipped", "reason": "pipeline cuts the model into one stage per device and needs at least 2"}
     monkeypatch.chdir(tmp_path)
     write_sweep("toy", sweep, "quick", [SweepPoint("single"), SweepPoint("model_parallel"), SweepPoint("inprocess", 3)],
-                [ran(1.0, 0.9, 1.1), reason, reason], StageTime())
+                [ran(1.0, 0.9, 1.1), reason, reason], StageTime(), machine_identity())
     assert json.loads((tmp_path / "metrics/sweep/toy/inprocess.json").read_text()) == {"status": "skipped"}
     assert pd.read_csv(tmp_path / "plots/sweep/toy/inprocess.csv").empty
     full = json.loads((tmp_path / "results/sweep/toy.json").read_text())

@@ -252,6 +252,13 @@ class Params(Strict):
         """The hyper-parameters of `workload` at the chosen scale."""
         return getattr(self.scales, workload)[self.scale]
 
+    def sweep(self, name: str) -> Sweep:
+        """The sweep `name` (a stage's argument), or an error listing the sweeps there are."""
+        if name not in self.sweeps:
+            raise ConfigError(f"{PARAMS_FILE}: sweeps has no entry {name!r}; the sweeps are: "
+                              f"{', '.join(self.sweeps) or 'none'}.")
+        return self.sweeps[name]
+
     def dataset_read(self, workload: str) -> str | None:
         """The prepared dataset a workload's runs read (`inputs`); None when it draws its own data."""
         return input_choices(workload)[self.inputs[workload]]

@@ -33,7 +33,8 @@ def checkpoint_file(role: str, workload: str) -> Path:
 
 
 def results_file(kind: str, workload: str) -> Path:
-    """Everything one stage measured (train, reference, eval, benchmark), environment included: not a metric."""
+    """Everything one stage measured or summarised (train, reference, eval, benchmark_cells and sweep_cells as timed,
+    benchmark and sweep as summarised, speedup), environment included: not a metric."""
     return Path("results") / kind / f"{workload}.json"
 
 

@@ -1,6 +1,8 @@
 """Benchmark and sweep cells: a workload under a strategy with overrides, timed over interleaved rounds.
 
-The benchmark stage and the sweeps share this runner; every cell runs the same steps. A cell that cannot run here
+The benchmark stage and the sweeps share this runner; every cell runs the same steps. A timing stage writes what it
+measured as measured (write_cell_runs); the speedup and sweep_summary stages draw the figures from that file
+(read_cell_runs), so an edit of how results are summarised re-times nothing. A cell that cannot run here
 is planned as skipped, with its reason, before any heavy work. Round r runs the cells rotated by r, a cyclic Latin
 square: over as many rounds as cells, every cell takes every position. After the first `rounds`, a cell whose
 median step is not yet known within `precision` gets another round, up to `max_rounds`. The benchmark times
@@ -10,7 +12,7 @@ median step is not yet known within `precision` gets another round, up to `max_r
 import logging
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,8 @@ from parabench.config import PARAMS_FILE, CellTiming, Sweep, sweep_params, valid
 from parabench.engine.cell_jobs import CellJobs
 from parabench.engine.plan import RunPlan, make_plan
 from parabench.errors import ConfigError, StrategyUnavailable
+from parabench.io import read_json, write_json
+from parabench.runtime.environment import machine_identity
 from parabench.runtime.hardware import Machine, resolve
 from parabench.stats import median_interval
 
@@ -141,6 +145,35 @@ def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTi
     log.info("%s: %.0f s, %.0f%% starting workers (%d jobs), %.0f%% in timed steps", what, stage.wall_s,
              100 * stage.start_up_s / stage.wall_s, stage.jobs_started, 100 * stage.timed_steps_s / stage.wall_s)
     return stage
+
+
+@dataclass
+class MeasuredCells:
+    """A timing stage's cells as it measured them, where its time went, and the machine it measured on."""
+
+    cells: list[CellRuns]
+    stage: StageTime
+    environment: dict[str, Any]
+
+
+def write_cell_runs(path: Path, planned: list[CellRuns], stage: StageTime) -> None:
+    """Every cell's plan (or why it was skipped) and its runs, the stage's time and this machine's identity."""
+    write_json(path, {
+        "environment": machine_identity(),
+        "stage": asdict(stage),
+        "cells": [{"cell": asdict(entry.cell), "plan": entry.plan.model_dump(mode="json") if entry.plan else None,
+                   "skipped_reason": entry.skipped_reason, "runs": entry.runs} for entry in planned],
+    })
+
+
+def read_cell_runs(path: Path) -> MeasuredCells:
+    """What write_cell_runs wrote."""
+    measured = read_json(path)
+    cells = [CellRuns(Cell(**{**entry["cell"], "overrides": tuple(tuple(pair) for pair in entry["cell"]["overrides"])}),
+                      RunPlan.model_validate(entry["plan"]) if entry["plan"] else None, entry["skipped_reason"],
+                      entry["runs"])
+             for entry in measured["cells"]]
+    return MeasuredCells(cells, StageTime(**measured["stage"]), measured["environment"])
 
 
 def benchmark_cells(workload: str, strategies: list[str], devices: int) -> list[Cell]:

@@ -7,13 +7,13 @@ from typing import Any
 
 import pandas as pd
 
-from parabench.engine.cells import CEILING, CONTROL, CellRuns, StageTime
+from parabench.engine.cells import CEILING, CONTROL, CellRuns, MeasuredCells
 from parabench.engine.timing import summarize
 from parabench.io import write_atomic, write_json
 from parabench.paths import benchmark_figure_file, benchmark_metrics_dir, benchmark_table_file, results_file
 from parabench.report.benchmark_figure import draw
 from parabench.report.time_split import PART_MEANINGS, time_split, typical_parts
-from parabench.runtime.environment import describe, machine_identity, machine_line
+from parabench.runtime.environment import describe, machine_line
 from parabench.runtime.load import CONTENDED_SHARE
 from parabench.stats import NO_DIFFERENCE, median_interval, noise_floor, ratio_interval, ratio_verdict
 
@@ -227,15 +227,15 @@ def skipped(results: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
     return [(label, figures["reason"]) for label, figures in results.items() if figures["status"] == "skipped"]
 
 
-def write_benchmark(workload: str, planned: list[CellRuns], stage: StageTime, choices: dict[str, Any]) -> None:
-    """Every output of a workload's benchmark: the table, the figure, the full results (cells, noise floor, flags,
-    ranking, where the stage's time went) and a metrics JSON per cell (with the choices the workload shows beside its
-    metrics)."""
-    summary = summarize_cells(planned)
+def write_benchmark(workload: str, measured: MeasuredCells, choices: dict[str, Any]) -> None:
+    """Every output of a workload's benchmark, from what its stage measured: the table, the figure, the full results
+    (cells, noise floor, flags, ranking, where the stage's time went) and a metrics JSON per cell (with the choices
+    the workload shows beside its metrics)."""
+    summary = summarize_cells(measured.cells)
     cells = summary["cells"]
     rows = table(cells)
     write_atomic(benchmark_table_file(workload), lambda tmp: rows.to_csv(tmp, index=False, float_format="%.6g"))
-    draw(workload, rows, skipped(cells), machine_line(machine_identity()), benchmark_figure_file(workload))
-    write_json(results_file("benchmark", workload), {**summary, "stage": stage.shares()})
+    draw(workload, rows, skipped(cells), machine_line(measured.environment), benchmark_figure_file(workload))
+    write_json(results_file("benchmark", workload), {**summary, "stage": measured.stage.shares()})
     for label, figures in cells.items():
         write_json(benchmark_metrics_dir(workload) / f"{label}.json", compact(figures) | choices)

@@ -12,7 +12,7 @@ from parabench.engine.cells import REFERENCE_LINES, StageTime, SweepPoint
 from parabench.io import write_atomic, write_json
 from parabench.paths import results_file, sweep_figure_file, sweep_metrics_dir, sweep_table_dir
 from parabench.report.sweep_figure import draw
-from parabench.runtime.environment import machine_identity, machine_line
+from parabench.runtime.environment import machine_line
 
 INPROCESS_ON_CPU = ("the in-process engine on the CPU: one process runs the stages in turn, so they cannot overlap; "
                     "only the distributed engine (one process per stage) can")
@@ -90,9 +90,10 @@ def plain(value: Any) -> Any:
 
 
 def write_sweep(name: str, sweep: Sweep, scale: str, points: list[SweepPoint], results: list[dict[str, Any]],
-                stage: StageTime) -> None:
-    """Every output of a sweep: a CSV and a metrics JSON per curve, the figure, and the full results (with where the
-    stage's time went)."""
+                stage: StageTime, environment: dict[str, Any]) -> None:
+    """Every output of a sweep, from its cells' figures (report.benchmark.summarize_cells, one per point): a CSV and
+    a metrics JSON per curve, the figure, and the full results (with where the stage's time went, on `environment`,
+    the machine that timed it)."""
     tables, lines = curve_tables(points, results), reference_lines(points, results)
     notes = {point.curve: engine_note(figures.get("strategy_details", {}))
              for point, figures in zip(points, results) if point.value is not None and figures["status"] == "ran"}
@@ -103,7 +104,7 @@ def write_sweep(name: str, sweep: Sweep, scale: str, points: list[SweepPoint], r
         write_atomic(sweep_table_dir(name) / f"{curve}.csv",
                      lambda tmp, table=table: table.to_csv(tmp, index=False, float_format="%.6g"))
     title = (f"{sweep.workload}: {sweep.strategy} over {sweep.param} ({name}, {scale} scale)\n"
-             f"measured on {machine_line(machine_identity())}")
+             f"measured on {machine_line(environment)}")
     draw(title, sweep.param, tables, lines, [*sorted({note for note in notes.values() if note}), *skipped],
          sweep_figure_file(name))
     write_json(results_file("sweep", name), {
