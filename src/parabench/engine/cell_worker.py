@@ -75,6 +75,7 @@ def serve(inbox: Path) -> None:
         plan = RunPlan.model_validate(command["plan"])
         if process is None:
             process = start(plan.machine)
+            gc.freeze()  # what the imports and the process group made lives as long as the job: no collection scans it
             if process.is_main:
                 (inbox / READY).write_text(repr(time.time()))
         reset_between_cells(plan, process)
