@@ -235,8 +235,10 @@ def warn_once(warning: str) -> None:
 
 @functools.cache
 def model_blocks(workload_name: str, settings: TrainSettings) -> int:
-    """How many ordered blocks the workload's model has with these settings (built once per settings)."""
-    return len(WORKLOADS[workload_name].build_model(settings))
+    """How many ordered blocks the workload's model has with these settings (built once per settings, on the meta
+    device: shapes without weights, so ResNet-50's 25 million parameters are not drawn to be counted)."""
+    with torch.device("meta"):
+        return len(WORKLOADS[workload_name].build_model(settings))
 
 
 def _check_processes_fit(plan: RunPlan, oversubscribe: bool) -> None:
