@@ -1,4 +1,4 @@
-"""The five floors (0 to 4) of DESIGN.md: imports only go down, and no two parts import each other (no circle).
+"""The five floors (0 to 4) of docs/architecture.md: imports only go down, and no two parts import each other (no circle).
 
 Floor 0 holds the small shared pieces; 1 the bottom (runtime, data, models); 2 what is applied to models
 (workloads, strategies); 3 the params schema and the engine; 4 the report. Every import statement counts,
