@@ -1,0 +1,44 @@
+"""README.md and docs/ name what exists: every linked page, every source file, and every params key set with -S."""
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+SOURCE_ROOTS = ("src/", "stages/", "tests/", "tools/", "benchmarks/", "examples/", "docs/", ".dvc/", ".ci/")
+LINK = re.compile(r"\]\(([^)#\s]+)")
+CODE_PATH = re.compile(r"`([\w./-]+\.(?:py|md|yaml|json|sh))`")
+OVERRIDE = re.compile(r"-S '?~?\+?([A-Za-z_][\w.]*)=")
+
+
+def params_has(params: dict, dotted: str) -> bool:
+    """Whether a dotted key names a value in params.yaml (a sweep's or scale's entries included)."""
+    node = params
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.relative_to(ROOT).as_posix())
+def test_every_page_names_files_links_and_keys_that_exist(page):
+    text = page.read_text()
+    missing_links = [link for link in LINK.findall(text)
+                     if not link.startswith(("http:", "https:", "file:")) and not (page.parent / link).exists()]
+    assert not missing_links, f"{page.name}: links to nothing: {missing_links}"
+    code = [path for path in CODE_PATH.findall(text) if path.startswith(SOURCE_ROOTS) and "<" not in path]
+    assert not [path for path in code if not (ROOT / path).exists()], f"{page.name}: names files that do not exist"
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    unknown = [key for key in OVERRIDE.findall(text) if not params_has(params, key)]
+    assert not unknown, f"{page.name}: sets params keys params.yaml does not have: {unknown}"
+
+
+def test_the_readme_fits_on_a_page_and_links_every_docs_page():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.encode()) <= 10_000, "README.md: at most about 10 KB; the rest belongs in docs/"
+    linked = {Path(link).name for link in LINK.findall(readme)}
+    assert {page.name for page in PAGES[1:]} <= linked, "every docs page is reachable from the README"
