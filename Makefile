@@ -13,7 +13,7 @@ run: $(STAMP)
 	dvc repro
 	python -m parabench.report.summary
 
-# Two workers, a test file each at a time, the end-to-end test first (tests/conftest.py): it runs beside the rest;
+# Two workers, a test file each at a time, the two DVC test files first, one on each (tests/conftest.py);
 # the 15 slowest tests are listed at the end.
 test: $(STAMP)
 	python -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15

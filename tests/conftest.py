@@ -1,5 +1,5 @@
 """Shared fixtures: the project root, a valid params.yaml to break one key at a time, a local HTTP server; and the
-order of the run: the end-to-end DVC test first."""
+order of the run: the two DVC test files first."""
 
 import copy
 from collections.abc import Iterator
@@ -12,13 +12,13 @@ import yaml
 from tests.http_server import FileServer, running_file_server
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-LONGEST = "test_pipeline_e2e.py"  # about half of the suite's time, mostly one process at a time
+LONGEST = ("test_pipeline_e2e.py", "test_pipeline_edits.py")  # the DVC tests: minutes, mostly one process at a time
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The end-to-end test first: `make test` runs two workers (pytest-xdist, files in collection order), so it runs
-    beside the rest instead of after it."""
-    items.sort(key=lambda item: item.path.name != LONGEST)
+    """The DVC tests first, one file each: `make test` runs two workers (pytest-xdist, files in collection order), so
+    they start at once, one on each, and the rest fills in beside them instead of after them."""
+    items.sort(key=lambda item: item.path.name not in LONGEST)
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
-"""End to end through DVC: `dvc repro` on tiny fixtures; then an edited sweep, `dvc exp run -S strategy=model_parallel`
-and other edits re-run only what depends on them, and runs whose strategy ignores a changed option finish from their
-checkpoints."""
+"""End to end through DVC: `dvc repro` on tiny fixtures; then an edited sweep and `dvc exp run -S
+strategy=model_parallel` re-run only what depends on them (tests/test_pipeline_edits.py: the edits a run resumes or
+refuses to resume through)."""
 
 import json
 import os
@@ -269,29 +269,3 @@ def test_repro_then_experiment(tmp_path):
     run(project, "dvc", "plots", "diff", "HEAD", "-o", str(tmp_path / "diff"))
     overlay = (tmp_path / "diff" / "index.html").read_text()
     assert "HEAD" in overlay and "workspace" in overlay
-
-    # resnet50 times real pixels when `inputs` names a prepared dataset, which its stages then depend on.
-    edit_params(project, lambda p: p["inputs"].update(resnet50="data/prepared/fashion_mnist"))
-    pixels = run(project, "dvc", "repro", "train@resnet50")
-    assert stages_run(pixels) == {"check", "train@resnet50"}
-    origin = json.loads((project / "results/train/resnet50.json").read_text())["data_origin"]
-    assert origin.startswith("real pixels: 4 training images of Fashion-MNIST SAMPLE"), origin
-
-    # A strategy that ignores the pipeline options (model_parallel: its stages take the whole batch) finishes from its
-    # checkpoint when they change (single alike: tests/test_training_loop.py's run identity).
-    edit_params(project, lambda p: p["pipeline"]["split_size"].update(fashion_mnist=16))
-    resplit = run(project, "dvc", "repro", "train@fashion_mnist")
-    assert stages_run(resplit) == {"check", "train@fashion_mnist"}
-    record = json.loads((project / "results/train/fashion_mnist.json").read_text())
-    assert record["resumed_after_epoch"] == TINY_SCALE["epochs"], "model_parallel trained again"
-
-    # A model never outlives its data: another source folder re-runs download, prepare and the reference, which
-    # does not resume the checkpoint it trained on the old photos (its settings are unchanged): it is set aside.
-    other = str(write_fixture_dataset(tmp_path / "other-fashion", seed=1))
-    edit_params(project, lambda p: p["data"]["fashion_mnist"].update(source=other))
-    moved = run(project, "dvc", "repro", "reference@fashion_mnist")
-    assert stages_run(moved) == {"check", "download@fashion_mnist", "prepare@fashion_mnist", "reference@fashion_mnist"}
-    assert "checkpoints/reference/fashion_mnist.pt was trained on other data" in moved
-    record = json.loads((project / "results/reference/fashion_mnist.json").read_text())
-    assert record["resumed_after_epoch"] == 0 and str(tmp_path / "other-fashion") in record["data_origin"]
-    assert (project / "checkpoints/reference/fashion_mnist.pt.other-data").is_file()
