@@ -83,9 +83,9 @@ def test_a_sweep_reads_the_inputs_it_names(base_params, write_params):
 def test_sweeping_every_workload_s_split_size_at_once_is_refused(base_params, write_params):
     """A sweep varies its workload's entry (pipeline.split_size.resnet50): one int for all is the old spelling."""
     base_params["sweeps"]["split_size"]["param"] = "pipeline.split_size"
-    with pytest.raises(ConfigError, match=r"\(sweeps\.split_size, the cell \{'pipeline\.split_size': 1, .*\n"
-                                          r"  - pipeline\.split_size: 1 is one size for every workload, an old "
-                                          r"spelling: .*-S pipeline\.split_size\.<workload>=1\)"):
+    with pytest.raises(ConfigError, match=r"\(sweeps\.split_size, the cell \{'pipeline\.split_size': 2, .*\n"
+                                          r"  - pipeline\.split_size: 2 is one size for every workload, an old "
+                                          r"spelling: .*-S pipeline\.split_size\.<workload>=2\)"):
         load_params(write_params(base_params))
 
 
