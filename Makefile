@@ -13,9 +13,11 @@ run: $(STAMP)
 	dvc repro
 	python -m parabench.report.summary
 
-# Two workers, a test file each at a time, the two DVC test files first, one on each (tests/conftest.py);
-# the 15 slowest tests are listed at the end.
+# Lint and format first (pyproject.toml's [tool.ruff]; `ruff format .` rewrites), then the tests on two workers,
+# a test file each at a time, the two DVC test files first, one on each (tests/conftest.py); the 15 slowest are listed.
 test: $(STAMP)
+	ruff check .
+	ruff format --check .
 	python -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 setup: $(STAMP)

@@ -56,8 +56,14 @@ def compared_plan(strategy: str, batch: int, width: int) -> RunPlan:
     width."""
     raw = read_raw_params()
     scale = f"scales.{WORKLOAD}.{raw['scale']}"
-    overrides = {"hardware.accelerator": "cpu", "hardware.devices": CPU_RANKS, "hardware.nodes": 1,
-                 "hardware.threads": "auto", f"{scale}.batch_size": batch, f"{scale}.width": width}
+    overrides = {
+        "hardware.accelerator": "cpu",
+        "hardware.devices": CPU_RANKS,
+        "hardware.nodes": 1,
+        "hardware.threads": "auto",
+        f"{scale}.batch_size": batch,
+        f"{scale}.width": width,
+    }
     params = validate_params(with_overrides(raw, overrides), f"params.yaml with {overrides}")
     return make_plan(params, WORKLOAD, "benchmark", strategy_name=strategy)
 
@@ -133,23 +139,34 @@ def run_round(plan: RunPlan, process: Process, data: WorkloadData, warmup: int, 
     shard_index, shard_count = shard_of(plan, trainer.parallel, process)
     batches = list(itertools.islice(endless_batches(data, plan, shard_index, shard_count), warmup + timed_steps))
     lockstep = Lockstep(batches, bare_step)
-    train_pass(trainer, data, lockstep, len(batches), StepClock(trainer.parallel.devices, warmup),
-               progress=f"engine under {plan.strategy_name}" if process.is_main else None)
-    difference = max((ours - bare).abs().max().item()
-                     for ours, bare in zip(trainer.parallel.model.parameters(), bare_model.parameters(), strict=True))
+    train_pass(
+        trainer,
+        data,
+        lockstep,
+        len(batches),
+        StepClock(trainer.parallel.devices, warmup),
+        progress=f"engine under {plan.strategy_name}" if process.is_main else None,
+    )
+    difference = max(
+        (ours - bare).abs().max().item()
+        for ours, bare in zip(trainer.parallel.model.parameters(), bare_model.parameters(), strict=True)
+    )
     return Round(lockstep.engine[warmup:], lockstep.bare[warmup:], difference)
 
 
 def slowest(rounds_of_ranks: list[list[Round]]) -> list[Round]:
     """Every round with each step as long as its slowest rank, and the largest difference of any rank."""
-    return [Round([max(times) for times in zip(*(part.engine for part in parts))],
-                  [max(times) for times in zip(*(part.bare for part in parts))],
-                  max(part.difference for part in parts))
-            for parts in zip(*rounds_of_ranks)]
+    return [
+        Round(
+            [max(times) for times in zip(*(part.engine for part in parts))],
+            [max(times) for times in zip(*(part.bare for part in parts))],
+            max(part.difference for part in parts),
+        )
+        for parts in zip(*rounds_of_ranks)
+    ]
 
 
-def run_rank(rank: int, world_size: int, plan: RunPlan, warmup: int, timed_steps: int, rounds: int,
-             out: Path) -> None:
+def run_rank(rank: int, world_size: int, plan: RunPlan, warmup: int, timed_steps: int, rounds: int, out: Path) -> None:
     """This rank's lockstep rounds, at the plan's threads; rank 0 writes every round's slowest steps to `out`."""
     torch.set_num_threads(plan.threads)
     process = Process(rank=rank, local_rank=rank, world_size=world_size, device=torch.device("cpu"))
@@ -160,8 +177,9 @@ def run_rank(rank: int, world_size: int, plan: RunPlan, warmup: int, timed_steps
         write_json(out, [asdict(part) for part in slowest(every_rank)])  # type: ignore[arg-type]
 
 
-def gloo_rank(rank: int, world_size: int, port: int, plan: RunPlan, warmup: int, timed_steps: int, rounds: int,
-              out: Path) -> None:
+def gloo_rank(
+    rank: int, world_size: int, port: int, plan: RunPlan, warmup: int, timed_steps: int, rounds: int, out: Path
+) -> None:
     """One spawned rank: join the others over gloo on this host, run the rounds, leave."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world_size)
@@ -185,8 +203,12 @@ def measure(plan: RunPlan, warmup: int, timed_steps: int, rounds: int) -> list[R
         if plan.processes == 1:
             run_rank(0, 1, plan, warmup, timed_steps, rounds, out)
         else:
-            mp.spawn(gloo_rank, args=(plan.processes, free_port(), plan, warmup, timed_steps, rounds, out),
-                     nprocs=plan.processes, join=True)
+            mp.spawn(
+                gloo_rank,
+                args=(plan.processes, free_port(), plan, warmup, timed_steps, rounds, out),
+                nprocs=plan.processes,
+                join=True,
+            )
         return [Round(**part) for part in read_json(out)]
 
 
@@ -198,16 +220,26 @@ def report(plan: RunPlan, rounds: list[Round]) -> None:
     ratios = [b / e for e, b in zip(engine, bare, strict=True)]
     quartiles = statistics.quantiles(ratios, n=4)
     per_round = [statistics.median(b / e for e, b in zip(part.engine, part.bare, strict=True)) for part in rounds]
-    print(f"{plan.strategy_name}: {plan.processes} process(es) x {plan.threads} thread(s), "
-          f"{plan.global_batch // plan.replicas} images per rank per step")
-    print(f"  engine: {plan.global_batch / statistics.median(engine):.1f} samples/s (median step "
-          f"{statistics.median(engine):.3f} s)")
-    print(f"  bare:   {plan.global_batch / statistics.median(bare):.1f} samples/s (median step "
-          f"{statistics.median(bare):.3f} s)")
-    print(f"  engine / bare: {statistics.median(ratios):.3f} (steps p25-p75 {quartiles[0]:.3f}-{quartiles[2]:.3f}; "
-          f"rounds {', '.join(f'{ratio:.3f}' for ratio in per_round)})")
-    print(f"  largest parameter difference between the two models: {max(part.difference for part in rounds):.2e}",
-          flush=True)
+    print(
+        f"{plan.strategy_name}: {plan.processes} process(es) x {plan.threads} thread(s), "
+        f"{plan.global_batch // plan.replicas} images per rank per step"
+    )
+    print(
+        f"  engine: {plan.global_batch / statistics.median(engine):.1f} samples/s (median step "
+        f"{statistics.median(engine):.3f} s)"
+    )
+    print(
+        f"  bare:   {plan.global_batch / statistics.median(bare):.1f} samples/s (median step "
+        f"{statistics.median(bare):.3f} s)"
+    )
+    print(
+        f"  engine / bare: {statistics.median(ratios):.3f} (steps p25-p75 {quartiles[0]:.3f}-{quartiles[2]:.3f}; "
+        f"rounds {', '.join(f'{ratio:.3f}' for ratio in per_round)})"
+    )
+    print(
+        f"  largest parameter difference between the two models: {max(part.difference for part in rounds):.2e}",
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -220,8 +252,10 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=2, help="steps per round left out of its time")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    print(f"width {args.width}, global batch {args.batch}, {args.rounds} rounds x {args.steps} timed steps "
-          f"({args.warmup} warm-up), engine and bare in lockstep")
+    print(
+        f"width {args.width}, global batch {args.batch}, {args.rounds} rounds x {args.steps} timed steps "
+        f"({args.warmup} warm-up), engine and bare in lockstep"
+    )
     for strategy in args.strategies:
         plan = compared_plan(strategy, args.batch, args.width)
         report(plan, measure(plan, args.warmup, args.steps, args.rounds))

@@ -69,9 +69,11 @@ def measured_steps(path: Path) -> dict[tuple[str, int], tuple[float, list[int]]]
     """(curve, split size) -> the median step time and the cut of each distributed cell that ran, from a sweep's
     results file."""
     cells = json.loads(path.read_text())["cells"]
-    return {(cell["curve"], cell["value"]): (cell["step_time_s"]["median"], cell["strategy_details"]["cut"])
-            for cell in cells
-            if cell["status"] == "ran" and cell.get("strategy_details", {}).get("engine") == "distributed"}
+    return {
+        (cell["curve"], cell["value"]): (cell["step_time_s"]["median"], cell["strategy_details"]["cut"])
+        for cell in cells
+        if cell["status"] == "ran" and cell.get("strategy_details", {}).get("engine") == "distributed"
+    }
 
 
 def main() -> None:
@@ -84,8 +86,10 @@ def main() -> None:
     parser.add_argument("--measured", type=Path, help="a sweep's results/sweep/<name>.json to set beside the bound")
     args = parser.parse_args()
     identity = machine_identity()
-    print(f"{identity['cpu_model']} ({identity['cpu_capability']}), torch {identity['torch']}, "
-          f"{args.image_size} px, batch {args.batch}, cut {args.cut}")
+    print(
+        f"{identity['cpu_model']} ({identity['cpu_capability']}), torch {identity['torch']}, "
+        f"{args.image_size} px, batch {args.batch}, cut {args.cut}"
+    )
     torch.manual_seed(0)
     model = resnet50_blocks(CLASSES)
     stages = cut(model, args.cut)
@@ -94,14 +98,18 @@ def main() -> None:
     for threads in (2, 1):
         torch.set_num_threads(threads)
         single[threads] = median_seconds(training_step(model, batch, last=True), args.repeats)
-    print(f"single on the whole batch: {single[2]:.3f} s/step at 2 threads, {single[1]:.3f} s at 1 "
-          f"(threading gets {single[1] / single[2]:.2f}x from the second core)")
+    print(
+        f"single on the whole batch: {single[2]:.3f} s/step at 2 threads, {single[1]:.3f} s at 1 "
+        f"(threading gets {single[1] / single[2]:.2f}x from the second core)"
+    )
     measured = measured_steps(args.measured) if args.measured else {}
     curves = sorted({curve for curve, _ in measured})
-    print("split | m | whole model s/micro-batch at 1 thread, at 2 (x m: single accumulating) | "
-          + " | ".join(f"stage {index} s/micro-batch" for index in range(len(stages)))
-          + " | bound s/step = even work + imbalance + bubble | bound speedup vs single"
-          + "".join(f" | {curve}: measured s/step (left over; its cut)" for curve in curves))
+    print(
+        "split | m | whole model s/micro-batch at 1 thread, at 2 (x m: single accumulating) | "
+        + " | ".join(f"stage {index} s/micro-batch" for index in range(len(stages)))
+        + " | bound s/step = even work + imbalance + bubble | bound speedup vs single"
+        + "".join(f" | {curve}: measured s/step (left over; its cut)" for curve in curves)
+    )
     for split_size in args.splits or [size for size in range(1, args.batch + 1) if args.batch % size == 0]:
         micro_batches, activation = args.batch // split_size, batch[:split_size]
         whole = {}
@@ -111,14 +119,15 @@ def main() -> None:
         torch.set_num_threads(1)
         costs = []
         for index, stage in enumerate(stages):
-            costs.append(median_seconds(training_step(stage, activation, last=index == len(stages) - 1),
-                                        args.repeats))
+            costs.append(median_seconds(training_step(stage, activation, last=index == len(stages) - 1), args.repeats))
             activation = stage(activation).detach()
         even, imbalance, bubble = pipeline_bound(costs, micro_batches).values()
         bound = even + imbalance + bubble
-        row = (f"{split_size} | {micro_batches} | {whole[1]:.3f}, {whole[2]:.3f} ({micro_batches * whole[2]:.3f}) | "
-               + " | ".join(f"{cost:.3f}" for cost in costs)
-               + f" | {bound:.3f} = {even:.3f} + {imbalance:.3f} + {bubble:.3f} | {single[2] / bound:.2f}")
+        row = (
+            f"{split_size} | {micro_batches} | {whole[1]:.3f}, {whole[2]:.3f} ({micro_batches * whole[2]:.3f}) | "
+            + " | ".join(f"{cost:.3f}" for cost in costs)
+            + f" | {bound:.3f} = {even:.3f} + {imbalance:.3f} + {bubble:.3f} | {single[2] / bound:.2f}"
+        )
         for curve in curves:
             step, cell_cut = measured.get((curve, split_size), (None, None))
             row += f" | {step:.3f} ({step - bound:+.3f}; {cell_cut})" if step is not None else " | -"

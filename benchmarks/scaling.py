@@ -64,20 +64,31 @@ class Phase(NamedTuple):
 def run_worker(params_path: Path, steps: int, warmup: int, out: Path) -> None:
     """Inside torchrun, per step: `single` on rank 0 alone, `single` on both ranks, `ddp`, then `allreduce`."""
     params = load_params(params_path)
-    plans = {name: make_plan(params, WORKLOAD, "benchmark", strategy_name=strategy)
-             for name, strategy in zip(PHASES, ["single", "single", "ddp", "allreduce"])}
+    plans = {
+        name: make_plan(params, WORKLOAD, "benchmark", strategy_name=strategy)
+        for name, strategy in zip(PHASES, ["single", "single", "ddp", "allreduce"])
+    }
     ddp_plan = plans["ddp"]
     torch.set_num_threads(ddp_plan.threads)
     process = start(ddp_plan.machine)
     try:
         data = ddp_plan.workload.open(prepared_dir("fashion_mnist"), ddp_plan.settings)
         batch, seed = ddp_plan.settings.batch_size, ddp_plan.settings.seed
-        shard = [data.train_batch(0, chosen) for chosen in itertools.islice(
-            shard_batches(data.train_units, batch, process.rank, process.world_size, seed, epoch=0), warmup + steps)]
-        whole = [data.train_batch(0, chosen) for chosen in itertools.islice(
-            shard_batches(data.train_units, batch, 0, 1, seed, epoch=0), warmup + steps)]
-        phases = {name: Phase(plan, build_trainer(plan, process, warmup + steps), StepClock(process.device, warmup))
-                  for name, plan in plans.items() if name != "alone" or process.is_main}
+        shard = [
+            data.train_batch(0, chosen)
+            for chosen in itertools.islice(
+                shard_batches(data.train_units, batch, process.rank, process.world_size, seed, epoch=0), warmup + steps
+            )
+        ]
+        whole = [
+            data.train_batch(0, chosen)
+            for chosen in itertools.islice(shard_batches(data.train_units, batch, 0, 1, seed, epoch=0), warmup + steps)
+        ]
+        phases = {
+            name: Phase(plan, build_trainer(plan, process, warmup + steps), StepClock(process.device, warmup))
+            for name, plan in plans.items()
+            if name != "alone" or process.is_main
+        }
 
         def step(name: str, one_batch: Batch) -> None:
             phase = phases[name]
@@ -101,9 +112,23 @@ def measure(batch: int, width: int, steps: int, warmup: int) -> dict[str, list[f
     with tempfile.TemporaryDirectory(prefix="parabench-scaling-") as scratch:
         params_path, out = Path(scratch) / "params.yaml", Path(scratch) / "steps.json"
         params_path.write_text(yaml.safe_dump(params_for(batch, width)))
-        command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1", "--nproc-per-node=2",
-                   __file__, "--worker", str(params_path), "--steps", str(steps), "--warmup", str(warmup),
-                   "--out", str(out)]
+        command = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nnodes=1",
+            "--nproc-per-node=2",
+            __file__,
+            "--worker",
+            str(params_path),
+            "--steps",
+            str(steps),
+            "--warmup",
+            str(warmup),
+            "--out",
+            str(out),
+        ]
         subprocess.run(command, env={**os.environ, "OMP_NUM_THREADS": "1"}, check=True)
         return read_json(out)
 
@@ -127,13 +152,19 @@ def main() -> None:
         ratios = {name: [alone / other for alone, other in zip(times["alone"], times[name])] for name in PHASES[1:]}
         ceiling, ddp, allreduce = (statistics.median(ratios[name]) for name in PHASES[1:])
         quartiles = statistics.quantiles(ratios["ddp"], n=4)
-        rows.append(f"{batch:10d}  {rates['alone']:10.1f}  {rates['side_by_side']:10.1f}  {rates['ddp']:7.1f}  "
-                    f"{rates['allreduce']:13.1f}  {ceiling:7.3f}  {ddp:14.3f} ({quartiles[0]:.3f}-{quartiles[2]:.3f})"
-                    f"  {allreduce:20.3f}")
-    print(f"torch {torch.__version__}, width {args.width}, {args.steps} timed steps ({args.warmup} warm-up), "
-          "in lockstep; samples/s from median step times")
-    print("batch/rank  single 1x1  2 x single  ddp 2x1  allreduce 2x1  ceiling  ddp efficiency (p25-p75)  "
-          "allreduce efficiency")
+        rows.append(
+            f"{batch:10d}  {rates['alone']:10.1f}  {rates['side_by_side']:10.1f}  {rates['ddp']:7.1f}  "
+            f"{rates['allreduce']:13.1f}  {ceiling:7.3f}  {ddp:14.3f} ({quartiles[0]:.3f}-{quartiles[2]:.3f})"
+            f"  {allreduce:20.3f}"
+        )
+    print(
+        f"torch {torch.__version__}, width {args.width}, {args.steps} timed steps ({args.warmup} warm-up), "
+        "in lockstep; samples/s from median step times"
+    )
+    print(
+        "batch/rank  single 1x1  2 x single  ddp 2x1  allreduce 2x1  ceiling  ddp efficiency (p25-p75)  "
+        "allreduce efficiency"
+    )
     print("\n".join(rows))
 
 

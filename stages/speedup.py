@@ -23,8 +23,9 @@ def main() -> None:
     run, reference = (read_json(results_file(role, args.workload)) for role in ("train", "reference"))
     evaluation = read_json(results_file("eval", args.workload))
     benchmark = read_json(results_file("benchmark", args.workload))
-    write_json(speedup_metrics_file(args.workload), compare(run, reference, evaluation, benchmark,
-                                                            workload.primary_metric))
+    write_json(
+        speedup_metrics_file(args.workload), compare(run, reference, evaluation, benchmark, workload.primary_metric)
+    )
     write_json(results_file("speedup", args.workload), details(run, reference, evaluation, benchmark))
 
 

@@ -21,11 +21,20 @@ def main() -> None:
     measured = read_cell_runs(timed)
     points, cells = zip(*sweep_cells(sweep, params.scale))
     if [cell.label for cell in cells] != [entry.cell.label for entry in measured.cells]:
-        raise ConfigError(f"{timed} holds other cells than sweeps.{args.sweep} in params.yaml: run "
-                          f"`dvc repro sweep_summary@{args.sweep}`, which times them again first.")
+        raise ConfigError(
+            f"{timed} holds other cells than sweeps.{args.sweep} in params.yaml: run "
+            f"`dvc repro sweep_summary@{args.sweep}`, which times them again first."
+        )
     figures = summarize_cells(measured.cells)["cells"]
-    write_sweep(args.sweep, sweep, params.scale, list(points), [figures[cell.label] for cell in cells],
-                measured.stage, measured.environment)
+    write_sweep(
+        args.sweep,
+        sweep,
+        params.scale,
+        list(points),
+        [figures[cell.label] for cell in cells],
+        measured.stage,
+        measured.environment,
+    )
 
 
 if __name__ == "__main__":

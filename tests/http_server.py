@@ -67,8 +67,9 @@ class _Handler(BaseHTTPRequestHandler):
         content_range = f"bytes {start}-{len(body) - 1}/{len(body)}"
         self._send(206, body[start:], content_length=len(body) - start, content_range=content_range)
 
-    def _send(self, status: int, payload: bytes, *, content_length: int, content_range: str = "",
-              piece_delay_s: float = 0.0) -> None:
+    def _send(
+        self, status: int, payload: bytes, *, content_length: int, content_range: str = "", piece_delay_s: float = 0.0
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Length", str(content_length))
         if content_range:
@@ -77,7 +78,7 @@ class _Handler(BaseHTTPRequestHandler):
         pieces = range(0, len(payload), 1 << 16) if piece_delay_s else [0]
         try:
             for start in pieces:
-                self.wfile.write(payload[start:start + (1 << 16) if piece_delay_s else len(payload)])
+                self.wfile.write(payload[start : start + (1 << 16) if piece_delay_s else len(payload)])
                 self.wfile.flush()
                 time.sleep(piece_delay_s)
         except (BrokenPipeError, ConnectionResetError):

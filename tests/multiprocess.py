@@ -13,8 +13,15 @@ from typing import Any
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-PRELOADED = ["torch", "torch.distributed", "torchvision", "parabench.strategies", "parabench.workloads",
-             "parabench.engine.training", "tests.multiprocess"]
+PRELOADED = [
+    "torch",
+    "torch.distributed",
+    "torchvision",
+    "parabench.strategies",
+    "parabench.workloads",
+    "parabench.engine.training",
+    "tests.multiprocess",
+]
 mp.set_forkserver_preload(PRELOADED)
 
 
@@ -36,5 +43,6 @@ def _entry(rank: int, world_size: int, port: int, target: Callable[..., None], a
 
 def run_ranks(world_size: int, target: Callable[..., None], *args: Any) -> None:
     """Call target(rank, world_size, *args) in `world_size` spawned processes; raise if any fails."""
-    mp.start_processes(_entry, args=(world_size, free_port(), target, args), nprocs=world_size, join=True,
-                       start_method="forkserver")
+    mp.start_processes(
+        _entry, args=(world_size, free_port(), target, args), nprocs=world_size, join=True, start_method="forkserver"
+    )

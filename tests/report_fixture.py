@@ -11,8 +11,14 @@ from parabench.report.benchmark import skipped, summarize_cells, table
 from parabench.report.benchmark_figure import draw
 from tests.test_benchmark_report import entries
 
-MACHINE = {"cpu_model": "AMD EPYC 9B14", "cpu_capability": "AVX512", "cores": 2, "gpus": [],
-           "torch": "2.14.1+cu130", "cuda": "13.0"}
+MACHINE = {
+    "cpu_model": "AMD EPYC 9B14",
+    "cpu_capability": "AVX512",
+    "cores": 2,
+    "gpus": [],
+    "torch": "2.14.1+cu130",
+    "cuda": "13.0",
+}
 WORKLOADS = ("fashion_mnist", "resnet50")
 SWEEP = "split_size"
 
@@ -39,15 +45,28 @@ def write_pipeline_outputs(root: Path) -> None:
             write_json(root / results_file(role, workload), {"strategy": strategy, "contended": False})
             curve = root / train_curve_file(role, workload)
             curve.parent.mkdir(parents=True, exist_ok=True)
-            pd.DataFrame({"epoch": [1, 2], "train_loss": [0.9, 0.5], "train_acc": [0.6, 0.8],
-                          "test_acc": [0.7, 0.85]}).to_csv(curve, index=False)
+            pd.DataFrame(
+                {"epoch": [1, 2], "train_loss": [0.9, 0.5], "train_acc": [0.6, 0.8], "test_acc": [0.7, 0.85]}
+            ).to_csv(curve, index=False)
     scores = {"test_acc": 0.85, "test_acc_ci95": 0.007}
-    write_json(root / results_file("speedup", "fashion_mnist"), {
-        "quality": "ddp and single learnt the same: no detectable difference", "data_origin": "the full Fashion-MNIST",
-        "evaluation": {"train": scores, "reference": scores,
-                       "paired": {"delta": 0.0, "ci95_low": -0.004, "ci95_high": 0.004}}})
+    write_json(
+        root / results_file("speedup", "fashion_mnist"),
+        {
+            "quality": "ddp and single learnt the same: no detectable difference",
+            "data_origin": "the full Fashion-MNIST",
+            "evaluation": {
+                "train": scores,
+                "reference": scores,
+                "paired": {"delta": 0.0, "ci95_low": -0.004, "ci95_high": 0.004},
+            },
+        },
+    )
     write_json(root / results_file("speedup", "resnet50"), {"quality": None, "data_origin": "random images"})
-    write_json(root / results_file("sweep", SWEEP), {
-        "sweep": {"workload": "resnet50", "param": "pipeline.split_size.resnet50"},
-        "curves": {"inprocess": {"best_value": 4, "speedup": 1.1, "speedup_vs_model_parallel": 1.5}}})
+    write_json(
+        root / results_file("sweep", SWEEP),
+        {
+            "sweep": {"workload": "resnet50", "param": "pipeline.split_size.resnet50"},
+            "curves": {"inprocess": {"best_value": 4, "speedup": 1.1, "speedup_vs_model_parallel": 1.5}},
+        },
+    )
     (root / sweep_figure_file(SWEEP)).write_bytes((root / benchmark_figure_file("resnet50")).read_bytes())

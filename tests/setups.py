@@ -15,12 +15,20 @@ from parabench.workloads.fashion_mnist import FashionMnistData, FashionMnistSett
 CPU_PROCESS = Process(rank=0, local_rank=0, world_size=1, device=torch.device("cpu"))
 
 
-def cpu_setup(devices: int = 1, split_size: int = 8, engine: str = "inprocess", schedule: str = "gpipe",
-              balance: str = "parameters", blocks: int = 6, batch_shape: tuple[int, ...] = (8, 1, 12, 12),
-              threads: int = 1) -> StrategySetup:
+def cpu_setup(
+    devices: int = 1,
+    split_size: int = 8,
+    engine: str = "inprocess",
+    schedule: str = "gpipe",
+    balance: str = "parameters",
+    blocks: int = 6,
+    batch_shape: tuple[int, ...] = (8, 1, 12, 12),
+    threads: int = 1,
+) -> StrategySetup:
     """A CPU machine with `devices` (virtual) devices, `threads` per process, and the given strategy options."""
-    machine = Machine(accelerator="cpu", devices=devices, nodes=1, backend="gloo", cores=1, max_restarts=0,
-                      threads_setting=threads)
+    machine = Machine(
+        accelerator="cpu", devices=devices, nodes=1, backend="gloo", cores=1, max_restarts=0, threads_setting=threads
+    )
     return StrategySetup(
         machine=machine,
         partition=PartitionOptions(balance=balance),
@@ -32,20 +40,42 @@ def cpu_setup(devices: int = 1, split_size: int = 8, engine: str = "inprocess", 
 
 def tiny_settings(**changes: Any) -> FashionMnistSettings:
     """fashion_mnist hyper-parameters small enough for a test: width 4, batch 16."""
-    values = dict(epochs=2, batch_size=16, lr=0.05, momentum=0.9, weight_decay=0.0, scaling="strong",
-                  train_subset=None, eval_batch_size=32, epoch_test_images=None, warmup_steps=1, seed=0, width=4)
+    values = {
+        "epochs": 2,
+        "batch_size": 16,
+        "lr": 0.05,
+        "momentum": 0.9,
+        "weight_decay": 0.0,
+        "scaling": "strong",
+        "train_subset": None,
+        "eval_batch_size": 32,
+        "epoch_test_images": None,
+        "warmup_steps": 1,
+        "seed": 0,
+        "width": 4,
+    }
     return FashionMnistSettings(**{**values, **changes})
 
 
-def tiny_plan(strategy: str = "single", setup: StrategySetup | None = None, role: str = "train",
-              **changes: Any) -> RunPlan:
+def tiny_plan(
+    strategy: str = "single", setup: StrategySetup | None = None, role: str = "train", **changes: Any
+) -> RunPlan:
     """A fashion_mnist plan on `setup` (one CPU device by default), the global batch being settings.batch_size."""
     settings = tiny_settings(**changes)
     setup = setup or cpu_setup(batch_shape=(settings.batch_size, 1, 28, 28))
     chosen = STRATEGIES[strategy]
-    return RunPlan(role=role, workload_name="fashion_mnist", strategy_name=strategy, dataset="fashion_mnist",
-                   scale="tiny", settings=settings, setup=setup, replicas=chosen.data_replicas(setup),
-                   global_batch=settings.batch_size, lr=settings.lr)
+    return RunPlan(
+        role=role,
+        workload_name="fashion_mnist",
+        strategy_name=strategy,
+        dataset="fashion_mnist",
+        scale="tiny",
+        settings=settings,
+        setup=setup,
+        replicas=chosen.data_replicas(setup),
+        global_batch=settings.batch_size,
+        lr=settings.lr,
+    )
 
 
 def separable_images(count: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -65,5 +95,11 @@ def separable_data(train: int = 128, test: int = 64, seed: int = 0, eval_batch_s
     """fashion_mnist's data type holding separable images: `train` to learn from, `test` to score."""
     train_images, train_labels = separable_images(train, seed)
     test_images, test_labels = separable_images(test, seed + 1)
-    return FashionMnistData(train_images, train_labels, test_images, test_labels, eval_batch_size,
-                            "separable test images generated in the test")
+    return FashionMnistData(
+        train_images,
+        train_labels,
+        test_images,
+        test_labels,
+        eval_batch_size,
+        "separable test images generated in the test",
+    )

@@ -130,4 +130,3 @@ def test_a_corrupt_archive_is_refused_and_nothing_is_left(tmp_path: Path, corrup
         extract_zip(archive, tmp_path / "out")
     assert str(archive) in str(raised.value)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corrupt.zip"]
-

@@ -2,7 +2,15 @@
 
 import pytest
 
-from parabench.engine.cells import Cell, CellRuns, StageTime, benchmark_cells, interleaved, read_cell_runs, write_cell_runs
+from parabench.engine.cells import (
+    Cell,
+    CellRuns,
+    StageTime,
+    benchmark_cells,
+    interleaved,
+    read_cell_runs,
+    write_cell_runs,
+)
 from parabench.report.benchmark import compact, skipped, summarize_cells, table
 from parabench.report.benchmark_figure import draw
 from parabench.report.time_split import cut_parts, time_split
@@ -12,13 +20,19 @@ from tests.setups import cpu_setup, tiny_plan
 def run(step_seconds: list[float], ranks: int, other: float = 0.0, allreduce_s: float | None = None) -> dict:
     """A cell's recorded run; rank 0 is the slowest, each other rank takes 90% of its time: input 10%, forward and
     backward 70%, the optimizer 20% of each rank's own step."""
-    return {"unit": "sample", "step_durations": step_seconds,
-            "phase_durations": [[phases(time * (1.0 if rank == 0 else 0.9)) for time in step_seconds]
-                                for rank in range(ranks)],
-            "gradient_allreduce_s": allreduce_s,
-            "peak_memory_mb": {f"rank{r}": 100.0 + r for r in range(ranks)},
-            "memory_kind": "cpu_max_rss", "other_cpu_share": other, "strategy_details": {},
-            "transform_units_per_s": 1000.0}
+    return {
+        "unit": "sample",
+        "step_durations": step_seconds,
+        "phase_durations": [
+            [phases(time * (1.0 if rank == 0 else 0.9)) for time in step_seconds] for rank in range(ranks)
+        ],
+        "gradient_allreduce_s": allreduce_s,
+        "peak_memory_mb": {f"rank{r}": 100.0 + r for r in range(ranks)},
+        "memory_kind": "cpu_max_rss",
+        "other_cpu_share": other,
+        "strategy_details": {},
+        "transform_units_per_s": 1000.0,
+    }
 
 
 def phases(own: float) -> dict[str, float]:
@@ -27,17 +41,27 @@ def phases(own: float) -> dict[str, float]:
 
 def entries() -> list[CellRuns]:
     two = cpu_setup(devices=2, batch_shape=(64, 1, 28, 28))
-    single = CellRuns(Cell("fashion_mnist", "single"), tiny_plan("single", two, "benchmark", batch_size=64),
-                      runs=[run([0.2, 0.2, 0.3, 0.2, 0.2], 1), run([0.2, 0.4, 0.2], 1)])
-    ddp = CellRuns(Cell("fashion_mnist", "ddp"), tiny_plan("ddp", two, "benchmark", batch_size=64),
-                   runs=[run([0.1] * 5, 2, allreduce_s=0.02), run([0.2, 0.1, 0.2], 2, other=0.3)])
+    single = CellRuns(
+        Cell("fashion_mnist", "single"),
+        tiny_plan("single", two, "benchmark", batch_size=64),
+        runs=[run([0.2, 0.2, 0.3, 0.2, 0.2], 1), run([0.2, 0.4, 0.2], 1)],
+    )
+    ddp = CellRuns(
+        Cell("fashion_mnist", "ddp"),
+        tiny_plan("ddp", two, "benchmark", batch_size=64),
+        runs=[run([0.1] * 5, 2, allreduce_s=0.02), run([0.2, 0.1, 0.2], 2, other=0.3)],
+    )
     ceiling_plan = tiny_plan("single", two, "benchmark", batch_size=64).model_copy(update={"copies": 2})
-    ceiling = CellRuns(Cell("fashion_mnist", "single", copies=2), ceiling_plan,
-                       runs=[run([0.08, 0.08, 0.08], 2), run([0.08, 0.08, 0.08], 2)])
+    ceiling = CellRuns(
+        Cell("fashion_mnist", "single", copies=2),
+        ceiling_plan,
+        runs=[run([0.08, 0.08, 0.08], 2), run([0.08, 0.08, 0.08], 2)],
+    )
     dp = CellRuns(Cell("fashion_mnist", "dp"), None, skipped_reason="needs CUDA; use ddp")
     cut_plan = tiny_plan("model_parallel", two, "benchmark", batch_size=64)
-    cut = CellRuns(Cell("fashion_mnist", "model_parallel"), cut_plan,
-                   runs=[run([0.1, 0.1, 0.1], 1), run([0.1, 0.1, 0.1], 1)])
+    cut = CellRuns(
+        Cell("fashion_mnist", "model_parallel"), cut_plan, runs=[run([0.1, 0.1, 0.1], 1), run([0.1, 0.1, 0.1], 1)]
+    )
     return [single, ddp, ceiling, dp, cut]
 
 
@@ -82,16 +106,19 @@ def test_each_cell_s_median_step_splits_into_parts_that_add_up_to_it():
     assert single["time_split_s"] == pytest.approx({"input": 0.02, "compute": 0.14, "optimizer": 0.04, "idle": 0.0})
     # the other rank's 90%: phases are the ranks' mean, idle its 10% of the step averaged over the two ranks
     assert ceiling["time_split_s"] == pytest.approx(
-        {"input": 0.0076, "compute": 0.0532, "optimizer": 0.0152, "idle": 0.004})
+        {"input": 0.0076, "compute": 0.0532, "optimizer": 0.0152, "idle": 0.004}
+    )
     # ddp's forward and backward (0.0665) = the ceiling copies' (0.0532, the same work under the same load) + the
     # communication they lack (0.0133); of a full all-reduce of 0.02, a third was hidden behind the backward pass
     assert ddp["time_split_s"] == pytest.approx(
-        {"input": 0.0095, "compute": 0.0532, "communication": 0.0133, "optimizer": 0.019, "idle": 0.005})
+        {"input": 0.0095, "compute": 0.0532, "communication": 0.0133, "optimizer": 0.019, "idle": 0.005}
+    )
     assert ddp["communication_share"] == pytest.approx(0.133)
     assert ddp["communication_hidden_share"] == pytest.approx(1 - 0.0133 / 0.02)
     assert ddp["gradient_allreduce_s"] == 0.02
-    assert set(cut["time_split_s"]) == {"input", "forward_backward", "optimizer", "idle"}, \
+    assert set(cut["time_split_s"]) == {"input", "forward_backward", "optimizer", "idle"}, (
         "a cut strategy's transfers stay inside its forward and backward"
+    )
     assert cut["communication_share"] is None and single["communication_share"] is None
     for figures in (single, ddp, ceiling, cut):
         assert figures["time_split_adds_up"] and abs(figures["time_split_vs_step"]) < 1e-9
@@ -100,30 +127,41 @@ def test_each_cell_s_median_step_splits_into_parts_that_add_up_to_it():
 def test_parts_that_do_not_describe_the_median_step_are_flagged():
     """Each step's parts add up to it, but the typical steps (here all three) average 0.47 s where the median step
     takes 0.6 s: the split is 22% short, and says so."""
-    steps = [{"input": 0.5, "forward_backward": 0.1, "optimizer": 0.0},
-             {"input": 0.1, "forward_backward": 0.5, "optimizer": 0.0},
-             {"input": 0.1, "forward_backward": 0.1, "optimizer": 0.0}]
+    steps = [
+        {"input": 0.5, "forward_backward": 0.1, "optimizer": 0.0},
+        {"input": 0.1, "forward_backward": 0.5, "optimizer": 0.0},
+        {"input": 0.1, "forward_backward": 0.1, "optimizer": 0.0},
+    ]
     skewed = {**run([0.6, 0.6, 0.2], 1), "phase_durations": [steps]}
     split = time_split([skewed], "single", communicates=False, data_parallel=False, compute_beside=None)
     assert split["time_split_vs_step"] == pytest.approx(1.4 / 3 / 0.6 - 1) and split["time_split_adds_up"] is False
 
 
-@pytest.mark.parametrize(("details", "expected"), [
-    # 4 micro-batches through stages of 0.01 s and 0.03 s that overlap: the bound 0.13 s = even work 4 x 0.02 +
-    # imbalance 4 x 0.01 + bubble 0.01 (the other stage, while the slowest waits); 0.07 s beyond it moved activations
-    # and gradients
-    ({"engine": "distributed", "micro_batches": 4, "stage_seconds": [0.01, 0.03]},
-     {"compute": 0.08, "imbalance": 0.04, "bubble": 0.01, "communication": 0.07}),
-    # three equal stages of 0.02 s: the bubble is torchgpipe's (S - 1) x the stage
-    ({"engine": "distributed", "micro_batches": 4, "stage_seconds": [0.02, 0.02, 0.02]},
-     {"compute": 0.08, "imbalance": 0.0, "bubble": 0.04, "communication": 0.08}),
-    # in one process on one CPU the stages run in turn on the same cores and nothing moves: all of it is compute
-    ({"engine": "inprocess", "devices_virtual": True, "micro_batches": 4, "stage_seconds": [0.01, 0.03]},
-     {"compute": 0.2}),
-    ({"devices_virtual": True, "stage_seconds": [0.05, 0.1]}, {"compute": 0.2}),
-    # model_parallel on real devices: the whole batch once through both stages, in turn, then the copies between
-    ({"devices_virtual": False, "stage_seconds": [0.05, 0.1]}, {"compute": 0.15, "communication": 0.05}),
-])
+@pytest.mark.parametrize(
+    ("details", "expected"),
+    [
+        # 4 micro-batches through stages of 0.01 s and 0.03 s that overlap: the bound 0.13 s = even work 4 x 0.02 +
+        # imbalance 4 x 0.01 + bubble 0.01 (the other stage, while the slowest waits); 0.07 s beyond it moved
+        # activations and gradients
+        (
+            {"engine": "distributed", "micro_batches": 4, "stage_seconds": [0.01, 0.03]},
+            {"compute": 0.08, "imbalance": 0.04, "bubble": 0.01, "communication": 0.07},
+        ),
+        # three equal stages of 0.02 s: the bubble is torchgpipe's (S - 1) x the stage
+        (
+            {"engine": "distributed", "micro_batches": 4, "stage_seconds": [0.02, 0.02, 0.02]},
+            {"compute": 0.08, "imbalance": 0.0, "bubble": 0.04, "communication": 0.08},
+        ),
+        # in one process on one CPU the stages run in turn on the same cores and nothing moves: all of it is compute
+        (
+            {"engine": "inprocess", "devices_virtual": True, "micro_batches": 4, "stage_seconds": [0.01, 0.03]},
+            {"compute": 0.2},
+        ),
+        ({"devices_virtual": True, "stage_seconds": [0.05, 0.1]}, {"compute": 0.2}),
+        # model_parallel on real devices: the whole batch once through both stages, in turn, then the copies between
+        ({"devices_virtual": False, "stage_seconds": [0.05, 0.1]}, {"compute": 0.15, "communication": 0.05}),
+    ],
+)
 def test_a_cut_model_s_forward_backward_splits_by_its_stages_seconds(details, expected):
     assert cut_parts(details, forward_backward=0.2) == pytest.approx(expected)
 
@@ -143,9 +181,16 @@ def test_a_data_parallel_cell_without_a_ceiling_keeps_its_communication_inside_f
 
 def test_compact_metrics_hold_a_few_numbers():
     results = summarize_cells(entries())["cells"]
-    assert compact(results["ddp"]) == {"status": "ran", "samples_per_s": 640.0, "speedup": 2.0,
-                                       "speedup_verdict": "faster", "scaling_efficiency": 1.0, "efficiency_vs_ceiling": pytest.approx(0.8),
-                                       "communication_share": pytest.approx(0.133), "contended": True}
+    assert compact(results["ddp"]) == {
+        "status": "ran",
+        "samples_per_s": 640.0,
+        "speedup": 2.0,
+        "speedup_verdict": "faster",
+        "scaling_efficiency": 1.0,
+        "efficiency_vs_ceiling": pytest.approx(0.8),
+        "communication_share": pytest.approx(0.133),
+        "contended": True,
+    }
     assert compact(results["dp"]) == {"status": "skipped"}
 
 
@@ -178,15 +223,26 @@ def steady(seconds: float, spread: float, rounds: int = 3, steps: int = 8) -> li
 def measured(times: dict[str, tuple[str, float, float]]) -> dict:
     """The summary of cells label -> (strategy, median step, spread of its steps), on two virtual CPU devices."""
     two = cpu_setup(devices=2, batch_shape=(64, 1, 28, 28))
-    entries = [CellRuns(Cell("fashion_mnist", strategy, control=label == "single_control"),
-                        tiny_plan(strategy, two, "benchmark", batch_size=64), runs=steady(seconds, spread))
-               for label, (strategy, seconds, spread) in times.items()]
+    entries = [
+        CellRuns(
+            Cell("fashion_mnist", strategy, control=label == "single_control"),
+            tiny_plan(strategy, two, "benchmark", batch_size=64),
+            runs=steady(seconds, spread),
+        )
+        for label, (strategy, seconds, spread) in times.items()
+    ]
     return summarize_cells(entries)
 
 
 def test_the_a_a_control_sets_the_noise_floor_and_a_speedup_within_it_is_no_difference():
-    summary = measured({"single": ("single", 0.200, 0.0005), "single_control": ("single", 0.206, 0.0005),
-                        "ddp": ("ddp", 0.196, 0.0005), "allreduce": ("allreduce", 0.150, 0.0005)})
+    summary = measured(
+        {
+            "single": ("single", 0.200, 0.0005),
+            "single_control": ("single", 0.206, 0.0005),
+            "ddp": ("ddp", 0.196, 0.0005),
+            "allreduce": ("allreduce", 0.150, 0.0005),
+        }
+    )
     noise, cells = summary["noise"], summary["cells"]
     assert noise["aa_ratio"] == pytest.approx(0.2 / 0.206) and noise["aa_ci95"][0] <= noise["aa_ratio"]
     assert noise["floor"] >= 1 - 0.2 / 0.206, "the control's interval end farthest from 1"
@@ -197,24 +253,43 @@ def test_the_a_a_control_sets_the_noise_floor_and_a_speedup_within_it_is_no_diff
 
 
 def test_strategies_within_the_noise_of_each_other_are_a_tie_not_a_fastest():
-    summary = measured({"single": ("single", 0.200, 0.002), "single_control": ("single", 0.201, 0.002),
-                        "ddp": ("ddp", 0.150, 0.002), "allreduce": ("allreduce", 0.151, 0.002)})
+    summary = measured(
+        {
+            "single": ("single", 0.200, 0.002),
+            "single_control": ("single", 0.201, 0.002),
+            "ddp": ("ddp", 0.150, 0.002),
+            "allreduce": ("allreduce", 0.151, 0.002),
+        }
+    )
     assert summary["ranking"]["fastest"] is None and summary["ranking"]["tied"] == ["ddp", "allreduce"]
 
 
 def test_a_data_parallel_cell_above_its_ceiling_and_a_one_process_cut_unlike_single_are_flagged():
     two = cpu_setup(devices=2, batch_shape=(64, 1, 28, 28))
     ceiling_plan = tiny_plan("single", two, "benchmark", batch_size=64).model_copy(update={"copies": 2})
-    entries = [CellRuns(Cell("fashion_mnist", "single"), tiny_plan("single", two, "benchmark", batch_size=64),
-                        runs=steady(0.2, 0.002)),
-               CellRuns(Cell("fashion_mnist", "single", control=True),
-                        tiny_plan("single", two, "benchmark", batch_size=64), runs=steady(0.2, 0.002)),
-               CellRuns(Cell("fashion_mnist", "ddp"), tiny_plan("ddp", two, "benchmark", batch_size=64),
-                        runs=[run([0.1] * 8, 2) for _ in range(3)]),
-               CellRuns(Cell("fashion_mnist", "single", copies=2), ceiling_plan,
-                        runs=[run([0.15] * 8, 2) for _ in range(3)]),
-               CellRuns(Cell("fashion_mnist", "model_parallel"),
-                        tiny_plan("model_parallel", two, "benchmark", batch_size=64), runs=steady(0.17, 0.002))]
+    entries = [
+        CellRuns(
+            Cell("fashion_mnist", "single"),
+            tiny_plan("single", two, "benchmark", batch_size=64),
+            runs=steady(0.2, 0.002),
+        ),
+        CellRuns(
+            Cell("fashion_mnist", "single", control=True),
+            tiny_plan("single", two, "benchmark", batch_size=64),
+            runs=steady(0.2, 0.002),
+        ),
+        CellRuns(
+            Cell("fashion_mnist", "ddp"),
+            tiny_plan("ddp", two, "benchmark", batch_size=64),
+            runs=[run([0.1] * 8, 2) for _ in range(3)],
+        ),
+        CellRuns(Cell("fashion_mnist", "single", copies=2), ceiling_plan, runs=[run([0.15] * 8, 2) for _ in range(3)]),
+        CellRuns(
+            Cell("fashion_mnist", "model_parallel"),
+            tiny_plan("model_parallel", two, "benchmark", batch_size=64),
+            runs=steady(0.17, 0.002),
+        ),
+    ]
     summary = summarize_cells(entries)
     assert set(summary["flags"]) == {"ddp", "model_parallel"}
     assert "above its ceiling" in summary["flags"]["ddp"] and "single's work" in summary["flags"]["model_parallel"]

@@ -148,18 +148,26 @@ def test_split_size_larger_than_the_batch_whatever_the_strategy(base_params, wri
         "  - pipeline.split_size.fashion_mnist: 100000 is larger than scales.fashion_mnist.quick.batch_size: 128, so "
         "a micro-batch could never be filled (checked whatever the strategy, so that a later `-S strategy=pipeline` "
         "does not fail); set it to at most 128\n"
-        f"Fix {write_params(base_params)} (or the -S override you passed to `dvc exp run`) and run again.")
+        f"Fix {write_params(base_params)} (or the -S override you passed to `dvc exp run`) and run again."
+    )
     base_params["pipeline"]["split_size"]["fashion_mnist"] = 128
     base_params["pipeline"]["split_size"]["miniimagenet"] = 3
-    with pytest.raises(ConfigError, match=r"pipeline\.split_size\.miniimagenet: 3 is larger than "
-                                          r"scales\.miniimagenet\.quick\.batch_size: 2, .*set it to at most 2\n"):
+    with pytest.raises(
+        ConfigError,
+        match=r"pipeline\.split_size\.miniimagenet: 3 is larger than "
+        r"scales\.miniimagenet\.quick\.batch_size: 2, .*set it to at most 2\n",
+    ):
         load_params(write_params(base_params))
 
 
 def test_each_workload_gets_its_own_split_size(base_params, write_params):
     params = load_params(write_params(base_params))
     assert {name: params.pipeline.for_workload(name).split_size for name in params.inputs} == {
-        "fashion_mnist": 32, "miniimagenet": 1, "hotdog": 8, "resnet50": 2}
+        "fashion_mnist": 32,
+        "miniimagenet": 1,
+        "hotdog": 8,
+        "resnet50": 2,
+    }
     assert make_plan(params, "hotdog", "train").setup.pipeline.split_size == 8
 
 
@@ -170,8 +178,11 @@ def test_the_distributed_engine_s_rule_names_the_workload_s_entry(base_params, w
     base_params["pipeline"].update(engine="distributed")
     base_params["pipeline"]["split_size"]["fashion_mnist"] = 5
     params = load_params(write_params(base_params))
-    with pytest.raises(ConfigError, match=r"pipeline\.split_size\.fashion_mnist: 5 does not divide the global batch "
-                       r"of 128 .*`dvc exp run -S pipeline\.split_size\.fashion_mnist=4`"):
+    with pytest.raises(
+        ConfigError,
+        match=r"pipeline\.split_size\.fashion_mnist: 5 does not divide the global batch "
+        r"of 128 .*`dvc exp run -S pipeline\.split_size\.fashion_mnist=4`",
+    ):
         make_plan(params, "fashion_mnist", "train", strategy_name="pipeline")
 
 
@@ -183,13 +194,19 @@ def test_split_size_below_one(base_params, write_params):
 
 def test_split_size_names_every_workload_and_only_workloads(base_params, write_params):
     del base_params["pipeline"]["split_size"]["resnet50"]
-    with pytest.raises(ConfigError, match=r"  - pipeline\.split_size: no entry for resnet50: every workload needs one "
-                                          r"\(its units per micro-batch, at most its batch_size\); add e\.g\. "
-                                          r"`resnet50: 1`\n"):
+    with pytest.raises(
+        ConfigError,
+        match=r"  - pipeline\.split_size: no entry for resnet50: every workload needs one "
+        r"\(its units per micro-batch, at most its batch_size\); add e\.g\. "
+        r"`resnet50: 1`\n",
+    ):
         load_params(write_params(base_params))
     base_params["pipeline"]["split_size"].update(resnet50=8, cifar10=4)
-    with pytest.raises(ConfigError, match=r"  - pipeline\.split_size: cifar10 names no workload; the workloads are "
-                                          r"fashion_mnist, miniimagenet, hotdog, resnet50\n"):
+    with pytest.raises(
+        ConfigError,
+        match=r"  - pipeline\.split_size: cifar10 names no workload; the workloads are "
+        r"fashion_mnist, miniimagenet, hotdog, resnet50\n",
+    ):
         load_params(write_params(base_params))
 
 
@@ -199,29 +216,38 @@ def test_the_old_split_size_spellings_are_refused_with_the_new_one(base_params, 
     base_params["pipeline"].update(split_size=32, split_sizes={"miniimagenet": 1, "hotdog": 8, "resnet50": 8})
     with pytest.raises(ConfigError) as err:
         load_params(write_params(base_params))
-    assert ("  - pipeline.split_sizes: this key was merged into pipeline.split_size, which now holds one micro-batch "
-            "size per workload; write `split_size: {fashion_mnist: 32, miniimagenet: 1, hotdog: 8, resnet50: 8}` "
-            "under pipeline and delete split_sizes\n") in str(err.value)
+    assert (
+        "  - pipeline.split_sizes: this key was merged into pipeline.split_size, which now holds one micro-batch "
+        "size per workload; write `split_size: {fashion_mnist: 32, miniimagenet: 1, hotdog: 8, resnet50: 8}` "
+        "under pipeline and delete split_sizes\n"
+    ) in str(err.value)
     del base_params["pipeline"]["split_sizes"]
     with pytest.raises(ConfigError) as err:
         load_params(write_params(base_params))
-    assert ("  - pipeline.split_size: 32 is one size for every workload, an old spelling: split_size now holds one "
-            "micro-batch size per workload; write `split_size: {fashion_mnist: 32, miniimagenet: 32, hotdog: 32, "
-            "resnet50: 32}` under pipeline (with dvc exp run: -S pipeline.split_size.<workload>=32)\n"
-            ) in str(err.value)
+    assert (
+        "  - pipeline.split_size: 32 is one size for every workload, an old spelling: split_size now holds one "
+        "micro-batch size per workload; write `split_size: {fashion_mnist: 32, miniimagenet: 32, hotdog: 32, "
+        "resnet50: 32}` under pipeline (with dvc exp run: -S pipeline.split_size.<workload>=32)\n"
+    ) in str(err.value)
     base_params["pipeline"].update(split_size={"fashion_mnist": 32}, split_sizes={"resnet50": 4})
-    with pytest.raises(ConfigError, match=r"write `split_size: \{fashion_mnist: 32, miniimagenet: <size>, hotdog: "
-                                          r"<size>, resnet50: 4\}`"):
+    with pytest.raises(
+        ConfigError,
+        match=r"write `split_size: \{fashion_mnist: 32, miniimagenet: <size>, hotdog: "
+        r"<size>, resnet50: 4\}`",
+    ):
         load_params(write_params(base_params))
 
 
-@pytest.mark.parametrize(("key", "value", "expected"), [
-    ("encoder", "resnet", r"encoder: 'resnet' is not valid; choose one of: 'conv4' or 'seed'"),
-    ("n_way", 1, r"n_way: 1: Input should be greater than or equal to 2"),
-    ("n_shot", 0, r"n_shot: 0: Input should be greater than or equal to 1"),
-    ("n_query", 0, r"n_query: 0: Input should be greater than or equal to 1"),
-    ("eval_n_query", 0, r"eval_n_query: 0: Input should be greater than or equal to 1"),
-])
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("encoder", "resnet", r"encoder: 'resnet' is not valid; choose one of: 'conv4' or 'seed'"),
+        ("n_way", 1, r"n_way: 1: Input should be greater than or equal to 2"),
+        ("n_shot", 0, r"n_shot: 0: Input should be greater than or equal to 1"),
+        ("n_query", 0, r"n_query: 0: Input should be greater than or equal to 1"),
+        ("eval_n_query", 0, r"eval_n_query: 0: Input should be greater than or equal to 1"),
+    ],
+)
 def test_episode_shape_and_encoder_are_checked_by_the_schema(base_params, write_params, key, value, expected):
     """The Relation Network and the episode sampler trust these: params.yaml's schema is their one check."""
     base_params["scales"]["miniimagenet"]["quick"][key] = value
@@ -231,8 +257,11 @@ def test_episode_shape_and_encoder_are_checked_by_the_schema(base_params, write_
 
 def test_the_seed_encoder_needs_width_64(base_params, write_params):
     base_params["scales"]["miniimagenet"]["quick"].update(encoder="seed", width=32)
-    with pytest.raises(ConfigError, match=r"  - scales\.miniimagenet\.quick: encoder 'seed' has fixed layers "
-                                          r"\(11,285,569 parameters\): set width to 64, not 32\n"):
+    with pytest.raises(
+        ConfigError,
+        match=r"  - scales\.miniimagenet\.quick: encoder 'seed' has fixed layers "
+        r"\(11,285,569 parameters\): set width to 64, not 32\n",
+    ):
         load_params(write_params(base_params))
     base_params["scales"]["miniimagenet"]["quick"]["width"] = 64
     assert load_params(write_params(base_params)).settings("miniimagenet").width == 64
@@ -261,18 +290,24 @@ def test_a_misspelt_top_level_key_names_the_one_meant(base_params, write_params)
 
 def test_a_misspelt_key_beside_the_real_one_is_refused(base_params, write_params):
     base_params["hardware"]["devics"] = 4
-    with pytest.raises(ConfigError, match=r"hardware\.devics: unknown key \(value 4\); did you mean 'devices'\? "
-                                          r"valid keys here: accelerator, devices, "):
+    with pytest.raises(
+        ConfigError,
+        match=r"hardware\.devics: unknown key \(value 4\); did you mean 'devices'\? "
+        r"valid keys here: accelerator, devices, ",
+    ):
         load_params(write_params(base_params))
 
 
-@pytest.mark.parametrize(("key", "value", "expected"), [
-    ("batch_size", True, r"batch_size: True \(bool\) is not a whole number"),
-    ("lr", True, r"lr: True \(bool\) is not a number"),
-    ("lr", float("inf"), r"lr: inf and nan are not valid values"),
-    ("lr", float("nan"), r"lr: inf and nan are not valid values"),
-    ("epochs", 2.5, r"epochs: 2\.5 \(float\) is not a whole number"),
-])
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("batch_size", True, r"batch_size: True \(bool\) is not a whole number"),
+        ("lr", True, r"lr: True \(bool\) is not a number"),
+        ("lr", float("inf"), r"lr: inf and nan are not valid values"),
+        ("lr", float("nan"), r"lr: inf and nan are not valid values"),
+        ("epochs", 2.5, r"epochs: 2\.5 \(float\) is not a whole number"),
+    ],
+)
 def test_types_are_strict(base_params, write_params, key, value, expected):
     base_params["scales"]["fashion_mnist"]["quick"][key] = value
     with pytest.raises(ConfigError, match=rf"scales\.fashion_mnist\.quick\.{expected}"):
@@ -293,8 +328,11 @@ def test_more_processes_than_cores_needs_an_explicit_override(base_params, write
     base_params["scales"]["hotdog"]["quick"]["batch_size"] = cores * 32
     base_params["scales"]["resnet50"]["quick"]["batch_size"] = cores * 32
     base_params["scales"]["miniimagenet"]["quick"]["batch_size"] = cores * 32
-    with pytest.raises(ConfigError, match=rf"strategy=ddp start {cores * 32} worker processes on this node's "
-                                          rf"{cores} CPU cores.*hardware\.oversubscribe: true"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"strategy=ddp start {cores * 32} worker processes on this node's "
+        rf"{cores} CPU cores.*hardware\.oversubscribe: true",
+    ):
         check_all(load_params(write_params(base_params)))
     base_params["hardware"]["oversubscribe"] = True
     check_all(load_params(write_params(base_params)))
@@ -303,22 +341,38 @@ def test_more_processes_than_cores_needs_an_explicit_override(base_params, write
 def test_every_workload_reads_what_inputs_names(base_params, write_params):
     params = load_params(write_params(base_params))
     assert {name: params.dataset_read(name) for name in params.inputs} == {
-        "fashion_mnist": "fashion_mnist", "miniimagenet": "miniimagenet", "hotdog": "hotdog", "resnet50": None}
+        "fashion_mnist": "fashion_mnist",
+        "miniimagenet": "miniimagenet",
+        "hotdog": "hotdog",
+        "resnet50": None,
+    }
     base_params["inputs"]["resnet50"] = "data/prepared/hotdog"
     params = load_params(write_params(base_params))
     assert make_plan(params, "resnet50", "train").dataset == "hotdog", "resnet50 times hotdog's real pixels"
 
 
-@pytest.mark.parametrize(("workload", "value", "expected"), [
-    ("resnet50", "data/prepared/hotdg", r"inputs\.resnet50: 'data/prepared/hotdg' is not what resnet50 can read; "
-     r"choose one of: src/parabench/workloads/random_images\.py \(random data drawn from the seed\), "
-     r"data/prepared/fashion_mnist \(that dataset\), data/prepared/hotdog"),
-    ("fashion_mnist", "data/prepared/hotdog", r"inputs\.fashion_mnist: 'data/prepared/hotdog' is not what "
-     r"fashion_mnist can read; choose one of: data/prepared/fashion_mnist \(that dataset\)\n"),
-    ("hotdog", "../../etc", r"inputs\.hotdog: '\.\./\.\./etc' is not what hotdog can read"),
-])
-def test_inputs_a_workload_cannot_read_are_refused_with_its_choices(base_params, write_params, workload, value,
-                                                                  expected):
+@pytest.mark.parametrize(
+    ("workload", "value", "expected"),
+    [
+        (
+            "resnet50",
+            "data/prepared/hotdg",
+            r"inputs\.resnet50: 'data/prepared/hotdg' is not what resnet50 can read; "
+            r"choose one of: src/parabench/workloads/random_images\.py \(random data drawn from the seed\), "
+            r"data/prepared/fashion_mnist \(that dataset\), data/prepared/hotdog",
+        ),
+        (
+            "fashion_mnist",
+            "data/prepared/hotdog",
+            r"inputs\.fashion_mnist: 'data/prepared/hotdog' is not what "
+            r"fashion_mnist can read; choose one of: data/prepared/fashion_mnist \(that dataset\)\n",
+        ),
+        ("hotdog", "../../etc", r"inputs\.hotdog: '\.\./\.\./etc' is not what hotdog can read"),
+    ],
+)
+def test_inputs_a_workload_cannot_read_are_refused_with_its_choices(
+    base_params, write_params, workload, value, expected
+):
     base_params["inputs"][workload] = value
     with pytest.raises(ConfigError, match=expected):
         load_params(write_params(base_params))
@@ -328,8 +382,11 @@ def test_inputs_name_the_workloads_to_run_at_least_one_and_only_workloads(base_p
     del base_params["inputs"]["resnet50"]
     assert set(load_params(write_params(base_params)).inputs) == {"fashion_mnist", "miniimagenet", "hotdog"}
     base_params["inputs"] = {}
-    with pytest.raises(ConfigError, match=r"inputs: no workload to run: list at least one of fashion_mnist, .* e\.g\. "
-                                          r"`fashion_mnist: data/prepared/fashion_mnist`"):
+    with pytest.raises(
+        ConfigError,
+        match=r"inputs: no workload to run: list at least one of fashion_mnist, .* e\.g\. "
+        r"`fashion_mnist: data/prepared/fashion_mnist`",
+    ):
         load_params(write_params(base_params))
     base_params["inputs"] = {"cifar10": "data/prepared/x"}
     with pytest.raises(ConfigError, match=r"inputs: cifar10 names no workload; the workloads are fashion_mnist"):

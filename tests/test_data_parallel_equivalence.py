@@ -176,4 +176,6 @@ def test_dp_equals_single_with_frozen_batchnorm():
     assert max_difference(trained, make_model().state_dict()) > 1e-3, "the step changed nothing"
     reference = single_step(batchnorm_training=False, ghost_batches=1)
     for name in reference:
-        torch.testing.assert_close(trained[name], reference[name], rtol=1e-4, atol=1e-5, msg=lambda m: f"{name}: {m}")
+        torch.testing.assert_close(
+            trained[name], reference[name], rtol=1e-4, atol=1e-5, msg=lambda m, name=name: f"{name}: {m}"
+        )

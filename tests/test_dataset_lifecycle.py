@@ -25,7 +25,10 @@ COLOURS = {"circle": (200, 30, 30), "square": (30, 30, 200)}
 PER_CLASS = {"train": 3, "val": 1, "test": 2}
 
 
-def toy(archive: RemoteFile = RemoteFile("toy.zip", (), sha256=None)) -> ClassFolderDataset:
+TOY_ARCHIVE = RemoteFile("toy.zip", (), sha256=None)
+
+
+def toy(archive: RemoteFile = TOY_ARCHIVE) -> ClassFolderDataset:
     """A toy dataset of solid-colour photos in three splits, prepared at 3 x 8 x 8: its whole declaration."""
     return ClassFolderDataset(
         name="toy",
@@ -75,8 +78,11 @@ def test_a_local_folder_downloads_prepares_and_loads_back(tmp_path: Path) -> Non
     record = prepared.provenance
     assert (record.dataset, record.kind, record.source, record.verified) == ("toy", "local", str(folder), False)
     assert record.layout == "class folders" and record.checksum_algorithm == "sha256"
-    assert record.class_counts == {"train": {"circle": 2, "square": 2}, "val": {"circle": 1, "square": 1},
-                                   "test": {"circle": 1, "square": 1}}
+    assert record.class_counts == {
+        "train": {"circle": 2, "square": 2},
+        "val": {"circle": 1, "square": 1},
+        "test": {"circle": 1, "square": 1},
+    }
     assert record.counts == {"train": 4, "val": 2, "test": 2} and not record.complete
     assert record.official_counts == {"train": 6, "val": 2, "test": 4}
     meta = json.loads((tmp_path / "prepared" / "meta.json").read_text())
@@ -113,9 +119,13 @@ def test_a_bad_layout_is_refused_with_every_problem(tmp_path: Path) -> None:
     with pytest.raises(DataError) as raised:
         DATASETS["toy"].prepare(folder, tmp_path / "prepared")
     message = str(raised.value)
-    for expected in ("has 2 problem(s)", f"{folder / 'val'} is missing", "0.png does not decode as an image",
-                     "train/<class>/<image files> and val/<class>/<image files> and test/<class>/<image files>",
-                     "dvc repro download@toy prepare@toy"):
+    for expected in (
+        "has 2 problem(s)",
+        f"{folder / 'val'} is missing",
+        "0.png does not decode as an image",
+        "train/<class>/<image files> and val/<class>/<image files> and test/<class>/<image files>",
+        "dvc repro download@toy prepare@toy",
+    ):
         assert expected in message
     assert not (tmp_path / "prepared").exists()
 
@@ -132,9 +142,16 @@ def test_a_folder_prepared_for_another_dataset_is_refused(tmp_path: Path) -> Non
 def test_the_sentence_and_summary_are_rendered_from_the_record() -> None:
     """Made by hand, as a results file carries it: no sentence is parsed back."""
     record = Provenance(
-        dataset="toy", kind="sample", source="/mirror/toy", verified=False, detail="a sample", layout="class folders",
-        checksum_algorithm="sha256", class_counts={split: {"circle": 1, "square": 2} for split in SPLITS},
-        official_classes={split: 2 for split in SPLITS}, official_images_per_class=PER_CLASS,
+        dataset="toy",
+        kind="sample",
+        source="/mirror/toy",
+        verified=False,
+        detail="a sample",
+        layout="class folders",
+        checksum_algorithm="sha256",
+        class_counts={split: {"circle": 1, "square": 2} for split in SPLITS},
+        official_classes=dict.fromkeys(SPLITS, 2),
+        official_images_per_class=PER_CLASS,
     )
     as_data = json.loads(json.dumps(record.model_dump()))
     assert Provenance.model_validate(as_data) == record

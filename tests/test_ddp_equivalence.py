@@ -86,7 +86,7 @@ def max_difference(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> fl
 def assert_same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
     assert a.keys() == b.keys()
     for name in a:
-        torch.testing.assert_close(a[name], b[name], rtol=RTOL, atol=ATOL, msg=lambda m: f"{name}: {m}")
+        torch.testing.assert_close(a[name], b[name], rtol=RTOL, atol=ATOL, msg=lambda m, name=name: f"{name}: {m}")
 
 
 def test_shards_of_a_global_batch_are_the_single_batch():

@@ -14,9 +14,14 @@ from parabench.errors import ConfigError, StrategyUnavailable
 
 def shipped_on(base_params: dict[str, Any], accelerator: str, devices: int | str, nodes: int, **more: Any) -> Any:
     """The shipped params on `nodes` nodes of `devices` devices each (GPUs: a node that has exactly that many)."""
-    overrides = {"hardware.accelerator": accelerator, "hardware.devices": devices, "hardware.nodes": nodes,
-                 "hardware.oversubscribe": True, "hardware.rendezvous": "10.0.0.1:29400" if nodes > 1 else None,
-                 **more}
+    overrides = {
+        "hardware.accelerator": accelerator,
+        "hardware.devices": devices,
+        "hardware.nodes": nodes,
+        "hardware.oversubscribe": True,
+        "hardware.rendezvous": "10.0.0.1:29400" if nodes > 1 else None,
+        **more,
+    }
     return validate_params(with_overrides(base_params, overrides), "params.yaml")
 
 
@@ -27,8 +32,9 @@ def gpus(count: int) -> Any:
 
 @pytest.mark.parametrize("nodes", [1, 2])
 @pytest.mark.parametrize("count", [1, 2, 3, 4, 6, 8])
-def test_the_shipped_params_plan_on_every_gpu_count_and_skip_only_what_the_hardware_cannot_run(base_params, count,
-                                                                                                nodes):
+def test_the_shipped_params_plan_on_every_gpu_count_and_skip_only_what_the_hardware_cannot_run(
+    base_params, count, nodes
+):
     """`devices: auto` on 1 to 8 GPUs per node, 1 or 2 nodes: the check stage passes; what cannot run is a skipped
     cell with its reason (a cut strategy on one GPU, 1F1B with fewer micro-batches than stages), never a stop."""
     with gpus(count):
@@ -43,21 +49,27 @@ def test_the_shipped_params_plan_on_every_gpu_count_and_skip_only_what_the_hardw
 
 
 @pytest.mark.parametrize(("count", "fashion_devices", "episode_devices"), [(8, 8, 2), (6, 4, 2), (3, 2, 2), (1, 1, 1)])
-def test_auto_gives_a_data_parallel_run_the_most_devices_its_batch_divides_among(base_params, count, fashion_devices,
-                                                                                 episode_devices, caplog):
+def test_auto_gives_a_data_parallel_run_the_most_devices_its_batch_divides_among(
+    base_params, count, fashion_devices, episode_devices, caplog
+):
     """fashion_mnist's 128 divides among 8 GPUs, 4 of 6, 2 of 3; miniimagenet's 2 episodes among 2: each says so. The
     benchmark's ceiling runs as many copies of single, so that the data-parallel runs have their bound."""
     warn_once.cache_clear()
     with gpus(count), caplog.at_level("WARNING", logger="parabench.plan"):
         params = shipped_on(base_params, "cuda", "auto", 1)
         fashion, episodes = (make_plan(params, workload, "train") for workload in ("fashion_mnist", "miniimagenet"))
-        ceilings = [make_plan(params, workload, "benchmark", strategy_name="single", copies=count).devices
-                    for workload in ("fashion_mnist", "miniimagenet") if count > 1]
+        ceilings = [
+            make_plan(params, workload, "benchmark", strategy_name="single", copies=count).devices
+            for workload in ("fashion_mnist", "miniimagenet")
+            if count > 1
+        ]
     assert (fashion.devices, fashion.replicas, episodes.devices) == (fashion_devices, fashion_devices, episode_devices)
     assert ceilings == ([fashion_devices, episode_devices] if count > 1 else [])
     if episode_devices < count:
-        assert (f"miniimagenet's strategy=ddp: the global batch of 2 divides among at most 2 data-parallel replicas, "
-                f"so it runs on 2 of each node's {count} devices (hardware.devices: auto)") in caplog.text
+        assert (
+            f"miniimagenet's strategy=ddp: the global batch of 2 divides among at most 2 data-parallel replicas, "
+            f"so it runs on 2 of each node's {count} devices (hardware.devices: auto)"
+        ) in caplog.text
 
 
 def test_a_ceiling_needs_two_copies_the_batch_divides_among():
@@ -70,8 +82,11 @@ def test_a_ceiling_needs_two_copies_the_batch_divides_among():
 @pytest.mark.parametrize("devices", [3, 4])
 def test_devices_set_by_hand_that_a_batch_does_not_divide_among_stop_naming_the_override(base_params, devices):
     """Explicit devices are taken as asked: a batch that does not divide stops the check stage with the command."""
-    with pytest.raises(ConfigError, match=r"scales\.\w+\.quick\.batch_size: \d+ does not divide evenly among the "
-                                          rf"{devices} data-parallel .*dvc exp run -S scales\.\w+\.quick\.batch_size="):
+    with pytest.raises(
+        ConfigError,
+        match=r"scales\.\w+\.quick\.batch_size: \d+ does not divide evenly among the "
+        rf"{devices} data-parallel .*dvc exp run -S scales\.\w+\.quick\.batch_size=",
+    ):
         check_all(shipped_on(base_params, "cpu", devices, 1))
 
 
@@ -93,10 +108,13 @@ def test_the_distributed_pipeline_over_two_nodes_cuts_one_stage_per_process(base
     assert (plan.processes_per_node, plan.processes, plan.devices) == (3, 6, 6)
 
 
-@pytest.mark.parametrize(("stages", "message"), [
-    (7, r"cannot cut the model into 7 stages \(partition\.stages\): the model has only 6 blocks"),
-    (3, r"cannot place partition\.stages: 3 stages on 2 device\(s\)"),
-])
+@pytest.mark.parametrize(
+    ("stages", "message"),
+    [
+        (7, r"cannot cut the model into 7 stages \(partition\.stages\): the model has only 6 blocks"),
+        (3, r"cannot place partition\.stages: 3 stages on 2 device\(s\)"),
+    ],
+)
 def test_partition_stages_beyond_blocks_or_devices_is_refused(base_params, stages, message):
     """An explicit stage count must fit the model and the devices."""
     with gpus(2):
@@ -108,9 +126,8 @@ def test_partition_stages_beyond_blocks_or_devices_is_refused(base_params, stage
 def test_an_odd_stage_count_over_two_nodes_is_refused(base_params):
     """The distributed pipeline runs as many stages on every node."""
     overrides = {"strategy": "pipeline", "pipeline.engine": "distributed", "partition.stages": 3}
-    with gpus(2):
-        with pytest.raises(ConfigError, match=r"same number of stages on each of its 2 nodes.*multiple of 2"):
-            check_all(shipped_on(base_params, "cuda", 2, 2, **overrides))
+    with gpus(2), pytest.raises(ConfigError, match=r"same number of stages on each of its 2 nodes.*multiple of 2"):
+        check_all(shipped_on(base_params, "cuda", 2, 2, **overrides))
 
 
 def test_more_devices_than_gpus_and_gloo_on_cuda_stop_before_any_work(base_params):

@@ -27,8 +27,11 @@ def params_has(params: dict, dotted: str) -> bool:
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: page.relative_to(ROOT).as_posix())
 def test_every_page_names_files_links_and_keys_that_exist(page):
     text = page.read_text()
-    missing_links = [link for link in LINK.findall(text)
-                     if not link.startswith(("http:", "https:", "file:")) and not (page.parent / link).exists()]
+    missing_links = [
+        link
+        for link in LINK.findall(text)
+        if not link.startswith(("http:", "https:", "file:")) and not (page.parent / link).exists()
+    ]
     assert not missing_links, f"{page.name}: links to nothing: {missing_links}"
     code = [path for path in CODE_PATH.findall(text) if path.startswith(SOURCE_ROOTS) and "<" not in path]
     assert not [path for path in code if not (ROOT / path).exists()], f"{page.name}: names files that do not exist"

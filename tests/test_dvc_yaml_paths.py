@@ -21,12 +21,14 @@ def dvc_yaml() -> dict[str, Any]:
 
 def expand(text: str, values: dict[str, Any]) -> str:
     """dvc.yaml's ${name} and ${item.field} interpolation, for the names this test supplies."""
+
     def value(match: re.Match[str]) -> str:
         name, *fields = match.group(1).split(".")
         found = values[name]
         for field in fields:
             found = found[field]
         return str(found)
+
     return re.sub(r"\$\{([^}]+)\}", value, text)
 
 
@@ -42,7 +44,7 @@ def declared_paths() -> set[str]:
             collection = {"${inputs}": params.inputs, "${sweeps}": sweeps}[stage["foreach"]]
             bindings = [{"key": key, "item": item} for key, item in collection.items()]
         elif "matrix" in stage:
-            (name, values), = stage["matrix"].items()
+            ((name, values),) = stage["matrix"].items()
             bindings = [{"item": {name: value}} for value in expand_list(values, variables)]
         else:
             bindings = [{}]
@@ -69,17 +71,30 @@ def written_paths() -> set[str]:
         found |= {paths.raw_dir(dataset).as_posix(), paths.prepared_dir(dataset).as_posix()}
     for workload in params.inputs:
         for role in paths.ROLES:
-            found |= {paths.model_file(role, workload), paths.checkpoint_file(role, workload),
-                      paths.results_file(role, workload), paths.train_curve_file(role, workload)}
-        found |= {paths.results_file("eval", workload), paths.results_file("benchmark_cells", workload),
-                  paths.results_file("benchmark", workload),
-                  paths.benchmark_table_file(workload), paths.benchmark_figure_file(workload),
-                  paths.benchmark_metrics_dir(workload), paths.results_file("speedup", workload),
-                  paths.speedup_metrics_file(workload)}
+            found |= {
+                paths.model_file(role, workload),
+                paths.checkpoint_file(role, workload),
+                paths.results_file(role, workload),
+                paths.train_curve_file(role, workload),
+            }
+        found |= {
+            paths.results_file("eval", workload),
+            paths.results_file("benchmark_cells", workload),
+            paths.results_file("benchmark", workload),
+            paths.benchmark_table_file(workload),
+            paths.benchmark_figure_file(workload),
+            paths.benchmark_metrics_dir(workload),
+            paths.results_file("speedup", workload),
+            paths.speedup_metrics_file(workload),
+        }
     for sweep in params.sweeps:
-        found |= {paths.results_file("sweep_cells", sweep), paths.results_file("sweep", sweep),
-                  paths.sweep_figure_file(sweep), paths.sweep_table_dir(sweep),
-                  paths.sweep_metrics_dir(sweep)}
+        found |= {
+            paths.results_file("sweep_cells", sweep),
+            paths.results_file("sweep", sweep),
+            paths.sweep_figure_file(sweep),
+            paths.sweep_table_dir(sweep),
+            paths.sweep_metrics_dir(sweep),
+        }
     return {Path(path).as_posix() for path in found}
 
 

@@ -18,7 +18,6 @@ settings.seed 0-9, 1 and 2 threads, on AVX-512 (and seeds 0-4 with AVX2 kernels,
     every seed) and, here, through equality with `single` (tests/test_*equivalence.py).
 """
 
-
 from pathlib import Path
 
 import pytest

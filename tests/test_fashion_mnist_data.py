@@ -337,9 +337,7 @@ def test_download_from_the_mirror_records_an_official_verified_origin(
 ) -> None:
     mirror_paths = _write_folder(tmp_path / "mirror" / MIRROR_FOLDER, arrays)
     files = {
-        role: RemoteFile(
-            name=path.name, urls=(), sha256=hashlib.sha256(gzip.decompress(path.read_bytes())).hexdigest()
-        )
+        role: RemoteFile(name=path.name, urls=(), sha256=hashlib.sha256(gzip.decompress(path.read_bytes())).hexdigest())
         for role, path in mirror_paths.items()
     }
     monkeypatch.setenv("PARABENCH_DATA_MIRROR", str(tmp_path / "mirror"))

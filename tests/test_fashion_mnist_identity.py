@@ -41,11 +41,10 @@ def test_single_reaches_the_parameters_of_the_code_before_the_contract(tmp_path)
     exact = torch.backends.cpu.get_cpu_capability() == before["cpu_capability"]
     for name, value in before["state_dict"].items():
         tolerance = {"rtol": 0, "atol": 2e-4}
-        torch.testing.assert_close(result.state_dict[name], value, **tolerance, msg=lambda m: f"{name}: {m}")
+        torch.testing.assert_close(result.state_dict[name], value, **tolerance, msg=lambda m, name=name: f"{name}: {m}")
     for ours, theirs in zip(result.history, before["history"], strict=True):
         assert ours["epoch"] == theirs["epoch"]
         assert ours["train_acc"] == theirs["train_acc"] and ours["test_acc"] == theirs["test_acc"]
         assert ours["train_loss"] == pytest.approx(theirs["train_loss"], rel=1e-4)
     if exact:
         assert all(torch.equal(result.state_dict[name], value) for name, value in before["state_dict"].items())
-

@@ -84,8 +84,9 @@ def _other_gz(raw: bytes) -> bytes:
     return buffer.getvalue()
 
 
-def test_download_verifies_and_lands_at_dest(server: FileServer, gz_body: bytes, sha: str, dest_dir: Path,
-                                             capfd: pytest.CaptureFixture[str]) -> None:
+def test_download_verifies_and_lands_at_dest(
+    server: FileServer, gz_body: bytes, sha: str, dest_dir: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
     server.routes["/" + NAME] = Route(gz_body)
     path = fetch(_remote(sha, server.url("/" + NAME)), dest_dir, None, **FAST).path
     assert path == dest_dir / NAME
@@ -95,9 +96,7 @@ def test_download_verifies_and_lands_at_dest(server: FileServer, gz_body: bytes,
     assert "B/s" not in capfd.readouterr().err, "no progress bar where the output is not a terminal (a CI log)"
 
 
-def test_dropped_connection_is_resumed_with_range(
-    server: FileServer, gz_body: bytes, sha: str, dest_dir: Path
-) -> None:
+def test_dropped_connection_is_resumed_with_range(server: FileServer, gz_body: bytes, sha: str, dest_dir: Path) -> None:
     server.routes["/" + NAME] = Route(gz_body, drop_first=True)
     path = fetch(_remote(sha, server.url("/" + NAME)), dest_dir, None, **FAST).path
     assert server.requests_for("/" + NAME) == [None, f"bytes={len(gz_body) // 2}-"]
@@ -105,9 +104,7 @@ def test_dropped_connection_is_resumed_with_range(
     assert sorted(p.name for p in dest_dir.iterdir()) == [NAME]
 
 
-def test_server_ignoring_range_restarts_from_zero(
-    server: FileServer, gz_body: bytes, sha: str, dest_dir: Path
-) -> None:
+def test_server_ignoring_range_restarts_from_zero(server: FileServer, gz_body: bytes, sha: str, dest_dir: Path) -> None:
     server.routes["/" + NAME] = Route(gz_body, drop_first=True, honour_range=False)
     path = fetch(_remote(sha, server.url("/" + NAME)), dest_dir, None, **FAST).path
     assert server.requests_for("/" + NAME) == [None, f"bytes={len(gz_body) // 2}-"]
@@ -220,8 +217,15 @@ def test_all_sources_failing_lists_each_source_and_the_hint(
     with pytest.raises(DownloadError) as raised:
         fetch(_remote(sha, missing_url, closed_port_url), dest_dir, mirror_dir, hint=hint, **FAST)
     message = str(raised.value)
-    for expected in (str(mirror_dir / NAME), missing_url, "404", closed_port_url, "Connection refused",
-                     "not retried", hint):
+    for expected in (
+        str(mirror_dir / NAME),
+        missing_url,
+        "404",
+        closed_port_url,
+        "Connection refused",
+        "not retried",
+        hint,
+    ):
         assert expected in message
     assert list(dest_dir.iterdir()) == []
 
@@ -467,8 +471,12 @@ def test_a_download_interrupted_by_ctrl_c_exits_130_and_the_rerun_continues_it(
     )
     # As from a terminal, SIGINT reaches a process that does not ignore it: an earlier test in this pytest process
     # may have left SIGINT ignored, and a child inherits that.
-    run = subprocess.Popen([sys.executable, str(script)], stderr=subprocess.PIPE, text=True,
-                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    run = subprocess.Popen(
+        [sys.executable, str(script)],
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     part = part_file(dest_dir, "big.bin")
     deadline = time.monotonic() + 30
     while not (part.exists() and part.stat().st_size > 0):

@@ -17,9 +17,12 @@ WORLD = 2
 def gather_rank(rank: int, world_size: int) -> None:
     """Gather an optimiser-like state (a DTensor shard, a plain tensor, numbers); check what each rank received."""
     mesh = init_device_mesh("cpu", (world_size,))
-    state = {"state": {0: {"momentum_buffer": distribute_tensor(torch.arange(4.0), mesh, [Shard(0)]),
-                           "step": torch.tensor(rank)}},
-             "param_groups": [{"lr": 0.1, "params": [0]}]}
+    state = {
+        "state": {
+            0: {"momentum_buffer": distribute_tensor(torch.arange(4.0), mesh, [Shard(0)]), "step": torch.tensor(rank)}
+        },
+        "param_groups": [{"lr": 0.1, "params": [0]}],
+    }
     gathered: list[Any] | None = gather_to_main(on_cpu(state))
     if rank != 0:
         assert gathered is None, f"rank {rank} received {gathered}"
@@ -30,7 +33,7 @@ def gather_rank(rank: int, world_size: int) -> None:
         assert received["state"][0]["step"].item() == sender
         shard = received["state"][0]["momentum_buffer"]
         assert isinstance(shard, DTensor) and shard.placements == (Shard(0),), type(shard)
-        torch.testing.assert_close(shard.to_local(), torch.arange(4.0)[2 * sender:2 * sender + 2])
+        torch.testing.assert_close(shard.to_local(), torch.arange(4.0)[2 * sender : 2 * sender + 2])
 
 
 def test_rank_0_alone_receives_every_ranks_state_with_its_dtensor_shards():

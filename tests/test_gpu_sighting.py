@@ -44,8 +44,18 @@ def fake_nvidia_smi(folder: Path, script: str) -> Path:
 
 def auto_hardware(accelerator: str = "auto") -> Hardware:
     """A hardware section with every value automatic, the accelerator as given."""
-    return Hardware(accelerator=accelerator, devices="auto", nodes=1, threads="auto", backend="auto", max_restarts=0,
-                    oversubscribe=False, timeout_s=600.0, rendezvous=None, join_timeout_s=600.0)
+    return Hardware(
+        accelerator=accelerator,
+        devices="auto",
+        nodes=1,
+        threads="auto",
+        backend="auto",
+        max_restarts=0,
+        oversubscribe=False,
+        timeout_s=600.0,
+        rendezvous=None,
+        join_timeout_s=600.0,
+    )
 
 
 def test_a_bare_node_shows_no_gpu():
@@ -58,16 +68,19 @@ def test_the_driver_folders_name_each_gpu_and_its_address(tmp_path, monkeypatch)
     assert gpu_signs({}) == [f"{root}: {A100} at 0000:3b:00.0", f"{root}: a GPU at 0000:5e:00.0"]
 
 
-@pytest.mark.parametrize("environ, expected", [
-    ({"CUDA_VISIBLE_DEVICES": "0,1"}, ["CUDA_VISIBLE_DEVICES=0,1"]),
-    ({"CUDA_VISIBLE_DEVICES": ""}, []),
-    ({"CUDA_VISIBLE_DEVICES": "-1"}, []),
-    ({"CUDA_VISIBLE_DEVICES": "None"}, []),
-    ({"CUDA_VISIBLE_DEVICES": "NoDevFiles"}, []),
-    ({"SLURM_GPUS_ON_NODE": "4"}, ["SLURM_GPUS_ON_NODE=4"]),
-    ({"SLURM_GPUS_ON_NODE": "0"}, []),
-    ({"SLURM_GPUS_ON_NODE": "four"}, []),
-])
+@pytest.mark.parametrize(
+    "environ, expected",
+    [
+        ({"CUDA_VISIBLE_DEVICES": "0,1"}, ["CUDA_VISIBLE_DEVICES=0,1"]),
+        ({"CUDA_VISIBLE_DEVICES": ""}, []),
+        ({"CUDA_VISIBLE_DEVICES": "-1"}, []),
+        ({"CUDA_VISIBLE_DEVICES": "None"}, []),
+        ({"CUDA_VISIBLE_DEVICES": "NoDevFiles"}, []),
+        ({"SLURM_GPUS_ON_NODE": "4"}, ["SLURM_GPUS_ON_NODE=4"]),
+        ({"SLURM_GPUS_ON_NODE": "0"}, []),
+        ({"SLURM_GPUS_ON_NODE": "four"}, []),
+    ],
+)
 def test_the_variables_of_a_gpu_job_are_signs_and_the_ones_hiding_every_gpu_are_not(environ, expected):
     assert gpu_signs(environ) == expected
 

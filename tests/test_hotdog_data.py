@@ -246,7 +246,7 @@ def test_a_failed_download_forgets_the_earlier_origin(
     raw = tmp_path / "raw"
     upstream.download(raw, DataSource(source=str(folder)))
     del server.routes["/gluon/hotdog.zip"]
-    with pytest.raises(DownloadError, match="hotdog.zip"):
+    with pytest.raises(DownloadError, match=r"hotdog\.zip"):
         upstream.download(raw, DOWNLOAD)
     assert read_origin(raw) is None and not (raw / "hotdog.zip").exists()
 
@@ -428,9 +428,16 @@ def test_prepare_without_a_raw_folder_says_what_to_run(tmp_path: Path) -> None:
 def _record(**origin: object) -> Provenance:
     """hotdog's provenance record with d2l's counts and the given origin fields."""
     counts = {"train": {"hotdog": 1000, "not-hotdog": 1000}, "test": {"hotdog": 400, "not-hotdog": 400}}
-    return Provenance(dataset="hotdog", detail="", checksum_algorithm="sha1", layout="class folders",
-                      class_counts=counts, official_classes=HOTDOG.official_classes,
-                      official_images_per_class=HOTDOG.official_images_per_class, **origin)
+    return Provenance(
+        dataset="hotdog",
+        detail="",
+        checksum_algorithm="sha1",
+        layout="class folders",
+        class_counts=counts,
+        official_classes=HOTDOG.official_classes,
+        official_images_per_class=HOTDOG.official_images_per_class,
+        **origin,
+    )
 
 
 def test_d2ls_counts_from_the_verified_archive_are_called_d2ls_hotdog() -> None:
@@ -490,8 +497,10 @@ def test_the_shared_stand_in_folder_prepares_as_not_d2ls_file(tmp_path: Path, mo
     download(tmp_path / "raw", DOWNLOAD)
     prepare(tmp_path / "raw", tmp_path / "prepared")
     prepared = load_prepared(tmp_path / "prepared")
-    counts = {split: sum(1 for path in (SHARED_HOTDOG / split).rglob("*") if path.is_file()
-                         and not path.name.startswith(".")) for split in ("train", "test")}
+    counts = {
+        split: sum(1 for path in (SHARED_HOTDOG / split).rglob("*") if path.is_file() and not path.name.startswith("."))
+        for split in ("train", "test")
+    }
     assert prepared.splits["train"].images.shape == (counts["train"], 3, 256, 256)
     assert prepared.splits["test"].images.shape == (counts["test"], 3, 256, 256)
     assert origin_sentence(prepared.provenance) == (

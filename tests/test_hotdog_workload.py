@@ -32,9 +32,23 @@ State = dict[str, Tensor]
 
 
 def settings(**changes: Any) -> HotdogSettings:
-    values = dict(epochs=1, batch_size=BATCH, lr=LR, scaling="strong", warmup_steps=0, seed=0, pretrained="none",
-                  freeze_backbone=False, head_lr_mult=HEAD_MULT, optimizer="sgd", momentum=0.0, weight_decay=0.0,
-                  image_size=SIZE, crop_scale=0.08, eval_batch_size=8)
+    values = {
+        "epochs": 1,
+        "batch_size": BATCH,
+        "lr": LR,
+        "scaling": "strong",
+        "warmup_steps": 0,
+        "seed": 0,
+        "pretrained": "none",
+        "freeze_backbone": False,
+        "head_lr_mult": HEAD_MULT,
+        "optimizer": "sgd",
+        "momentum": 0.0,
+        "weight_decay": 0.0,
+        "image_size": SIZE,
+        "crop_scale": 0.08,
+        "eval_batch_size": 8,
+    }
     return HotdogSettings(**{**values, **changes})
 
 
@@ -47,9 +61,18 @@ def data() -> HotdogData:
 
 def plan(strategy: str, devices: int, **changes: Any) -> RunPlan:
     chosen, setup = STRATEGIES[strategy], cpu_setup(devices=devices, blocks=11, batch_shape=(BATCH, 3, SIZE, SIZE))
-    return RunPlan(role="train", workload_name="hotdog", strategy_name=strategy, dataset="hotdog", scale="test",
-                   settings=settings(**changes), setup=setup, replicas=chosen.data_replicas(setup),
-                   global_batch=BATCH, lr=LR)
+    return RunPlan(
+        role="train",
+        workload_name="hotdog",
+        strategy_name=strategy,
+        dataset="hotdog",
+        scale="test",
+        settings=settings(**changes),
+        setup=setup,
+        replicas=chosen.data_replicas(setup),
+        global_batch=BATCH,
+        lr=LR,
+    )
 
 
 def one_step(strategy: str, process: Process, **changes: Any) -> tuple[State, list[tuple[float, int]]]:
@@ -115,8 +138,10 @@ def test_adamw_keeps_the_groups_and_takes_no_momentum():
     trainer = build_trainer(plan("single", 1, optimizer="adamw", weight_decay=0.05), CPU_PROCESS, steps_per_epoch=1)
     assert isinstance(trainer.optimizer, torch.optim.AdamW)
     assert [(group["lr"], group["weight_decay"]) for group in trainer.optimizer.param_groups] == [
-        (LR, 0.05), (LR * HEAD_MULT, 0.05)]
-    with pytest.raises(ValueError, match="momentum: 0.9 is SGD's, and optimizer is 'adamw'"):
+        (LR, 0.05),
+        (LR * HEAD_MULT, 0.05),
+    ]
+    with pytest.raises(ValueError, match=r"momentum: 0\.9 is SGD's, and optimizer is 'adamw'"):
         settings(optimizer="adamw", momentum=0.9)
 
 
@@ -150,8 +175,9 @@ def test_one_step_under_ddp_and_fsdp_equals_single_with_augmentation_on(tmp_path
         assert groups == single_groups, f"{name}: the head's lr is {HEAD_MULT}x, as under single"
         assert state.keys() == reference.keys()
         for key in reference:
-            torch.testing.assert_close(state[key], reference[key], rtol=RTOL, atol=ATOL,
-                                       msg=lambda m, key=key, name=name: f"{name} {key}: {m}")
+            torch.testing.assert_close(
+                state[key], reference[key], rtol=RTOL, atol=ATOL, msg=lambda m, key=key, name=name: f"{name} {key}: {m}"
+            )
     frozen, _ = results["ddp frozen"]
     for key, value in frozen.items():
         assert (not torch.equal(value, before[key])) == key.startswith("fc."), f"ddp frozen: {key}"

@@ -1,4 +1,4 @@
-"""The five floors (0 to 4) of docs/architecture.md: imports only go down, and no two parts import each other (no circle).
+"""The five floors (0 to 4) of docs/architecture.md: imports only go down, no two parts import each other (no circle).
 
 Floor 0 holds the small shared pieces; 1 the bottom (runtime, data, models); 2 what is applied to models
 (workloads, strategies); 3 the params schema and the engine; 4 the report. Every import statement counts,
@@ -10,10 +10,21 @@ from pathlib import Path
 
 SOURCE = Path(__file__).resolve().parents[1] / "src" / "parabench"
 FLOORS = {
-    "__init__": 0, "errors": 0, "io": 0, "paths": 0, "cli": 0, "batch": 0, "stats": 0,
-    "runtime": 1, "data": 1, "models": 1,
-    "workloads": 2, "strategies": 2,
-    "config": 3, "params_problems": 3, "engine": 3,
+    "__init__": 0,
+    "errors": 0,
+    "io": 0,
+    "paths": 0,
+    "cli": 0,
+    "batch": 0,
+    "stats": 0,
+    "runtime": 1,
+    "data": 1,
+    "models": 1,
+    "workloads": 2,
+    "strategies": 2,
+    "config": 3,
+    "params_problems": 3,
+    "engine": 3,
     "report": 4,
 }
 
@@ -46,8 +57,12 @@ def edges(source: Path = SOURCE) -> dict[str, set[str]]:
 
 def upward_imports(graph: dict[str, set[str]]) -> list[str]:
     """Every import from a part to a part on a higher floor."""
-    return [f"{part} (floor {FLOORS[part]}) imports {target} (floor {FLOORS[target]})"
-            for part, targets in graph.items() for target in targets if FLOORS[target] > FLOORS[part]]
+    return [
+        f"{part} (floor {FLOORS[part]}) imports {target} (floor {FLOORS[target]})"
+        for part, targets in graph.items()
+        for target in targets
+        if FLOORS[target] > FLOORS[part]
+    ]
 
 
 def circles(graph: dict[str, set[str]]) -> list[tuple[str, str]]:

@@ -39,19 +39,21 @@ def test_a_body_that_succeeds_leaves_the_process_group(plan: SimpleNamespace):
     assert not dist.is_initialized()
 
 
-@pytest.mark.parametrize("error", [
-    RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"),
-    RunStopped("rank 0 stopped at epoch 2 step 5 of 64: DistBackendError: NCCL communicator was aborted"),
-    KeyboardInterrupt(),
-])
-def test_a_body_that_fails_keeps_the_group_and_its_error_propagates_unchanged(plan: SimpleNamespace,
-                                                                              error: BaseException,
-                                                                              monkeypatch: pytest.MonkeyPatch):
+@pytest.mark.parametrize(
+    "error",
+    [
+        RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"),
+        RunStopped("rank 0 stopped at epoch 2 step 5 of 64: DistBackendError: NCCL communicator was aborted"),
+        KeyboardInterrupt(),
+    ],
+)
+def test_a_body_that_fails_keeps_the_group_and_its_error_propagates_unchanged(
+    plan: SimpleNamespace, error: BaseException, monkeypatch: pytest.MonkeyPatch
+):
     destroyed: list[tuple[object, ...]] = []
     monkeypatch.setattr(dist, "destroy_process_group", lambda *args: destroyed.append(args))
-    with pytest.raises(type(error)) as raised:
-        with job(plan):  # type: ignore[arg-type]
-            raise error
+    with pytest.raises(type(error)) as raised, job(plan):  # type: ignore[arg-type]
+        raise error
     assert raised.value is error
     assert destroyed == [] and dist.is_initialized()
 
@@ -70,5 +72,6 @@ def test_a_stage_that_fails_with_its_group_joined_prints_the_error_and_exits_at_
     """)
     ended = subprocess.run([sys.executable, "-c", stage], capture_output=True, text=True, timeout=60)
     assert ended.returncode == 2
-    assert ended.stderr == "error: rank 0 stopped at epoch 1 step 3 of 8: RuntimeError: out of memory\n", \
+    assert ended.stderr == "error: rank 0 stopped at epoch 1 step 3 of 8: RuntimeError: out of memory\n", (
         "nothing else: no warning about the group left joined"
+    )

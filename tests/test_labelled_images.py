@@ -25,5 +25,6 @@ def test_after_every_epoch_only_the_first_test_images_are_scored_when_asked():
     assert every.epoch_scores(model, CPU) == every.evaluate(model, "test", CPU)
     assert first.epoch_scores(model, CPU) == head.evaluate(model, "test", CPU)
     assert first.epoch_scores(model, CPU) != every.evaluate(model, "test", CPU), "ten images are not sixty-four"
-    assert first.evaluate(model, "test", CPU) == every.evaluate(model, "test", CPU), \
+    assert first.evaluate(model, "test", CPU) == every.evaluate(model, "test", CPU), (
         "the evaluate stage still scores every test image"
+    )

@@ -57,12 +57,15 @@ def test_each_gpu_is_recorded_with_its_compute_capability_and_memory(monkeypatch
     assert environment.gpu_names() == names
 
 
-@pytest.mark.parametrize("first_line, version", [
-    ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023", "535.104.05"),
-    ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.14  Release Build", "550.54.14"),
-    ("NVRM version: NVIDIA UNIX aarch64 Kernel Module  470.82  Thu Oct 14 10:24:40 UTC 2021", "470.82"),
-    ("NVRM version: something new", None),
-])
+@pytest.mark.parametrize(
+    "first_line, version",
+    [
+        ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023", "535.104.05"),
+        ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.14  Release Build", "550.54.14"),
+        ("NVRM version: NVIDIA UNIX aarch64 Kernel Module  470.82  Thu Oct 14 10:24:40 UTC 2021", "470.82"),
+        ("NVRM version: something new", None),
+    ],
+)
 def test_the_driver_version_is_read_from_the_drivers_version_file(tmp_path, monkeypatch, first_line, version):
     version_file = tmp_path / "version"
     version_file.write_text(f"{first_line}\nGCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n")
@@ -88,8 +91,10 @@ def test_the_settings_that_decide_whether_cuda_runs_repeat_are_recorded(monkeypa
 
 def test_a_tf32_flag_torch_refuses_to_read_is_recorded_as_none(monkeypatch):
     """torch raises on the older TF32 flags once the newer fp32_precision API has set them: the record must not."""
+
     def refuse() -> str:
         raise RuntimeError("you have used mix of the legacy and new APIs to set the TF32 status")
+
     monkeypatch.setattr(torch, "get_float32_matmul_precision", refuse)
     assert environment.reproducibility_settings()["float32_matmul_precision"] is None
 
@@ -120,10 +125,17 @@ def test_a_busy_machine_is_seen(monkeypatch):
 
 
 def test_the_machine_line_names_cpu_isa_cores_gpus_and_versions():
-    identity = {"cpu_model": "AMD EPYC 9B14", "cpu_capability": "AVX512", "cores": 2, "torch": "2.14.1+cu130",
-                "cuda": "13.0", "gpus": []}
+    identity = {
+        "cpu_model": "AMD EPYC 9B14",
+        "cpu_capability": "AVX512",
+        "cores": 2,
+        "torch": "2.14.1+cu130",
+        "cuda": "13.0",
+        "gpus": [],
+    }
     assert machine_line(identity) == "AMD EPYC 9B14 (AVX512), 2 cores, no GPU, torch 2.14.1+cu130, CUDA 13.0"
     four = [{"name": "NVIDIA H100"}] * 4
     assert "4 x NVIDIA H100" in machine_line({**identity, "gpus": four})
-    assert "NVIDIA H100, NVIDIA A100" in machine_line({**identity, "gpus": [{"name": "NVIDIA H100"},
-                                                                           {"name": "NVIDIA A100"}]})
+    assert "NVIDIA H100, NVIDIA A100" in machine_line(
+        {**identity, "gpus": [{"name": "NVIDIA H100"}, {"name": "NVIDIA A100"}]}
+    )

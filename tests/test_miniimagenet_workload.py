@@ -16,9 +16,26 @@ WORKLOAD = WORKLOADS["miniimagenet"]
 
 
 def settings(**changes) -> MiniImagenetSettings:
-    values = dict(epochs=1, batch_size=2, lr=0.001, scaling="strong", warmup_steps=1, seed=0, encoder="conv4",
-                  width=8, n_way=3, n_shot=1, n_query=2, eval_n_query=1, episodes_per_epoch=4, val_episodes=5,
-                  test_episodes=7, eval_batch_size=3, lr_step_size=None, lr_gamma=0.5)
+    values = {
+        "epochs": 1,
+        "batch_size": 2,
+        "lr": 0.001,
+        "scaling": "strong",
+        "warmup_steps": 1,
+        "seed": 0,
+        "encoder": "conv4",
+        "width": 8,
+        "n_way": 3,
+        "n_shot": 1,
+        "n_query": 2,
+        "eval_n_query": 1,
+        "episodes_per_epoch": 4,
+        "val_episodes": 5,
+        "test_episodes": 7,
+        "eval_batch_size": 3,
+        "lr_step_size": None,
+        "lr_gamma": 0.5,
+    }
     return MiniImagenetSettings(**{**values, **changes})
 
 
@@ -61,9 +78,18 @@ def test_a_short_run_records_episode_metrics(prepared, tmp_path):
     torch.set_num_threads(1)
     chosen = settings(epochs=2)
     setup = cpu_setup(batch_shape=(2, *WORKLOAD.unit_shape(chosen)), blocks=8)
-    plan = RunPlan(role="train", workload_name="miniimagenet", strategy_name="single", dataset="miniimagenet",
-                   scale="tiny", settings=chosen,
-                   setup=setup, replicas=1, global_batch=2, lr=0.001)
+    plan = RunPlan(
+        role="train",
+        workload_name="miniimagenet",
+        strategy_name="single",
+        dataset="miniimagenet",
+        scale="tiny",
+        settings=chosen,
+        setup=setup,
+        replicas=1,
+        global_batch=2,
+        lr=0.001,
+    )
     result = fit(plan, CPU_PROCESS, WORKLOAD.open(prepared, chosen), tmp_path / "ckpt.pt", "test data")
     assert [row["epoch"] for row in result.history] == [1, 2]
     assert {"train_loss", "train_acc", "val_acc", "val_acc_ci95", "units_per_s"} <= set(result.history[-1])

@@ -49,8 +49,9 @@ def make_model() -> nn.Sequential:
     return d2l_resnet18(10, in_channels=1, width=4)
 
 
-def step_through(strategy: Strategy, setup: StrategySetup, batchnorm_training: bool
-                 ) -> tuple[Parallelized, Tensor, Tensor, Gradients]:
+def step_through(
+    strategy: Strategy, setup: StrategySetup, batchnorm_training: bool
+) -> tuple[Parallelized, Tensor, Tensor, Gradients]:
     """One forward and backward of the strategy on the batch: (parallel, loss, outputs, gradients by name)."""
     model = make_model()
     parallel = strategy.apply(model, CPU_PROCESS, setup)
@@ -72,7 +73,7 @@ def ghost_batches(split_size: int, batchnorm_training: bool) -> tuple[Tensor, Gr
 def assert_same(a: dict[str, Tensor], b: dict[str, Tensor], rtol: float = RTOL, atol: float = ATOL) -> None:
     assert a.keys() == b.keys()
     for name in a:
-        torch.testing.assert_close(a[name], b[name], rtol=rtol, atol=atol, msg=lambda m: f"{name}: {m}")
+        torch.testing.assert_close(a[name], b[name], rtol=rtol, atol=atol, msg=lambda m, name=name: f"{name}: {m}")
 
 
 def max_difference(a: dict[str, Tensor], b: dict[str, Tensor]) -> float:
@@ -89,8 +90,12 @@ def test_model_parallel_equals_single(balance):
     shares, seconds = parallel.details.pop("stage_time_share"), parallel.details.pop("stage_seconds")
     assert len(shares) == STAGES and sum(shares) == pytest.approx(1, abs=1e-3) and min(shares) > 0
     assert len(seconds) == STAGES and min(seconds) > 0
-    assert parallel.details == {"stages": STAGES, "cut": parallel.module.sizes, "balance": balance,
-                                "devices_virtual": True}
+    assert parallel.details == {
+        "stages": STAGES,
+        "cut": parallel.module.sizes,
+        "balance": balance,
+        "devices_virtual": True,
+    }
     assert parallel.full_state_dict().keys() == make_model().state_dict().keys()
 
 
@@ -104,8 +109,13 @@ def test_pipeline_inprocess_equals_single_with_frozen_batchnorm(split_size, bala
     assert_same(gradients, single_gradients)
     assert len(parallel.details.pop("stage_time_share")) == len(parallel.details.pop("stage_seconds")) == STAGES
     assert parallel.details == {
-        "engine": "inprocess", "split_size": split_size, "micro_batches": -(-BATCH // split_size), "stages": STAGES,
-        "cut": parallel.module.sizes, "balance": balance, "devices_virtual": True,
+        "engine": "inprocess",
+        "split_size": split_size,
+        "micro_batches": -(-BATCH // split_size),
+        "stages": STAGES,
+        "cut": parallel.module.sizes,
+        "balance": balance,
+        "devices_virtual": True,
         "batchnorm": "statistics per micro-batch",
     }
 
@@ -132,15 +142,21 @@ def test_fewer_than_two_devices_names_hardware_devices(strategy):
 def test_a_split_above_the_global_batch_is_refused_by_the_distributed_engine_s_own_rule():
     """A micro-batch above the batch is params.yaml's rule (config.Params; tests/test_config.py); the distributed
     schedules' need for equal micro-batches of the global batch refuses it here too."""
-    with pytest.raises(ConfigError, match=r"pipeline.split_size: 16 does not divide the global batch of 8 .*"
-                                          r"-S pipeline.split_size=8"):
+    with pytest.raises(
+        ConfigError,
+        match=r"pipeline.split_size: 16 does not divide the global batch of 8 .*"
+        r"-S pipeline.split_size=8",
+    ):
         PIPELINE.check(cpu_setup(STAGES, split_size=16, engine="distributed"), BATCH)
 
 
 def test_distributed_needs_equal_micro_batches():
     PIPELINE.check(cpu_setup(STAGES, split_size=3, engine="inprocess"), BATCH)
-    with pytest.raises(ConfigError, match=r"pipeline.split_size: 3 does not divide the global batch of 8 .*"
-                                          r"-S pipeline.split_size=2"):
+    with pytest.raises(
+        ConfigError,
+        match=r"pipeline.split_size: 3 does not divide the global batch of 8 .*"
+        r"-S pipeline.split_size=2",
+    ):
         PIPELINE.check(cpu_setup(STAGES, split_size=3, engine="distributed"), BATCH)
 
 
@@ -179,8 +195,13 @@ def distributed_rank(rank: int, world_size: int, out: Path) -> None:
         images, labels = make_data()
         loss, outputs = parallel.train_step(Batch(images, labels), F.cross_entropy)
         optimizer.step()
-        result = {"state": parallel.full_state_dict(), "loss": loss, "outputs": outputs, "details": parallel.details,
-                  "reads_inputs": parallel.reads_inputs}
+        result = {
+            "state": parallel.full_state_dict(),
+            "loss": loss,
+            "outputs": outputs,
+            "details": parallel.details,
+            "reads_inputs": parallel.reads_inputs,
+        }
         torch.save(result, out / f"{schedule}-{split_size}-{batchnorm_training}-rank{rank}.pt")
 
 
@@ -209,8 +230,9 @@ def test_pipeline_distributed_equals_single(tmp_path):
         assert first["loss"] is None and first["outputs"] is None
         assert first["reads_inputs"] and not last["reads_inputs"], "only the first stage transforms the inputs"
         torch.testing.assert_close(last["outputs"], reference_outputs, rtol=RTOL, atol=ATOL)
-        torch.testing.assert_close(last["loss"], F.cross_entropy(reference_outputs, make_data()[1]),
-                                   rtol=RTOL, atol=ATOL)
+        torch.testing.assert_close(
+            last["loss"], F.cross_entropy(reference_outputs, make_data()[1]), rtol=RTOL, atol=ATOL
+        )
         assert last["details"]["micro_batches"] == BATCH // split_size
         assert last["details"]["schedule"] == schedule and last["details"]["cut"] == [4, 2]
     trained_batchnorm = torch.load(tmp_path / "1f1b-2-True-rank0.pt")["state"]

@@ -34,8 +34,10 @@ def names_under(strategy: str, options: dict, process: Process) -> list[str]:
 def rank_names(rank: int, world_size: int, out: Path) -> None:
     torch.set_num_threads(1)
     process = Process(rank, rank, world_size, torch.device("cpu"))
-    torch.save({strategy: names_under(strategy, options, process) for strategy, options in TWO_PROCESSES.items()},
-               out / f"rank{rank}.pt")
+    torch.save(
+        {strategy: names_under(strategy, options, process) for strategy, options in TWO_PROCESSES.items()},
+        out / f"rank{rank}.pt",
+    )
 
 
 @pytest.mark.parametrize("strategy", list(ONE_PROCESS))

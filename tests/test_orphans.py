@@ -28,8 +28,11 @@ LAUNCHER = textwrap.dedent("""
 
 
 def workers_below(parent: psutil.Process) -> list[psutil.Process]:
-    return [child for child in parent.children(recursive=True)
-            if any("parabench.engine.cell_worker" in part for part in child.cmdline())]
+    return [
+        child
+        for child in parent.children(recursive=True)
+        if any("parabench.engine.cell_worker" in part for part in child.cmdline())
+    ]
 
 
 @pytest.mark.parametrize("layout", ["plain", "torchrun"])
@@ -37,24 +40,31 @@ def test_killing_the_launching_process_ends_every_worker(tmp_path: Path, layout:
     inbox = tmp_path / "inbox"
     inbox.mkdir()
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT / "src")}
-    launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(inbox), layout], env=env, stdout=subprocess.PIPE,
-                                text=True)
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", LAUNCHER, str(inbox), layout], env=env, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert launcher.stdout is not None and launcher.stdout.readline().strip() == "started"
         parent = psutil.Process(launcher.pid)
         expected = 1 if layout == "plain" else 3  # the plain worker; or torchrun's agent and two ranks
         deadline = time.monotonic() + 120
         while len(job := workers_below(parent)) < expected or (
-                layout == "torchrun" and len([p for p in job if "--nproc-per-node" not in " ".join(p.cmdline())]) < 2):
+            layout == "torchrun" and len([p for p in job if "--nproc-per-node" not in " ".join(p.cmdline())]) < 2
+        ):
             assert time.monotonic() < deadline, f"the job did not start: {[p.cmdline() for p in job]}"
             time.sleep(0.2)
         time.sleep(2)  # past the workers' own request to die with their parent (the first thing they do)
         launcher.send_signal(signal.SIGKILL)
         launcher.wait()
         _, alive = psutil.wait_procs(job, timeout=GONE_WITHIN_S)
-        assert not alive, f"still running {GONE_WITHIN_S} s after their launcher was killed: " \
-                          f"{[process.cmdline() for process in alive]}"
+        assert not alive, (
+            f"still running {GONE_WITHIN_S} s after their launcher was killed: "
+            f"{[process.cmdline() for process in alive]}"
+        )
     finally:
-        for process in [launcher.pid, *(p.pid for p in workers_below(psutil.Process(launcher.pid)))] \
-                if launcher.poll() is None else []:
+        for process in (
+            [launcher.pid, *(p.pid for p in workers_below(psutil.Process(launcher.pid)))]
+            if launcher.poll() is None
+            else []
+        ):
             os.kill(process, signal.SIGKILL)

@@ -18,7 +18,7 @@ def make_model() -> nn.Sequential:
 
 def largest_group(costs: list[float], sizes: list[int]) -> float:
     starts = list(itertools.accumulate(sizes, initial=0))
-    return max(sum(costs[start:start + size]) for start, size in zip(starts, sizes))
+    return max(sum(costs[start : start + size]) for start, size in zip(starts, sizes))
 
 
 def brute_force_best(costs: list[float], n: int) -> float:
@@ -26,17 +26,20 @@ def brute_force_best(costs: list[float], n: int) -> float:
     best = float("inf")
     for cuts in itertools.combinations(range(1, len(costs)), n - 1):
         bounds = (0, *cuts, len(costs))
-        sizes = [end - start for start, end in zip(bounds, bounds[1:])]
+        sizes = [end - start for start, end in itertools.pairwise(bounds)]
         best = min(best, largest_group(costs, sizes))
     return best
 
 
-@pytest.mark.parametrize(("costs", "n", "expected"), [
-    ([1, 1, 1, 1], 2, [2, 2]),
-    ([5, 1, 1, 1, 1, 1], 2, [1, 5]),
-    ([1, 2, 3, 4, 5], 3, [3, 1, 1]),
-    ([7, 2, 5, 10, 8], 2, [3, 2]),
-])
+@pytest.mark.parametrize(
+    ("costs", "n", "expected"),
+    [
+        ([1, 1, 1, 1], 2, [2, 2]),
+        ([5, 1, 1, 1, 1, 1], 2, [1, 5]),
+        ([1, 2, 3, 4, 5], 3, [3, 1, 1]),
+        ([7, 2, 5, 10, 8], 2, [3, 2]),
+    ],
+)
 def test_split_costs_on_known_examples(costs, n, expected):
     assert largest_group(costs, split_costs(costs, n)) == largest_group(costs, expected)
 

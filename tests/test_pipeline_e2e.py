@@ -19,26 +19,81 @@ from tests.conftest import PROJECT_ROOT
 from tests.hotdog_fixture import write_class_folder
 from tests.miniimagenet_fixture import write_image_folder
 
-TOP_LEVEL_OUTPUTS = {".venv", ".git", "data", "models", "metrics", "plots", "checkpoints", "results", "dvc.lock",
-                     "report", "test-artifacts"}
-ANYWHERE = {"__pycache__", ".pytest_cache", "cache", "tmp"}
+TOP_LEVEL_OUTPUTS = {
+    ".venv",
+    ".git",
+    "data",
+    "models",
+    "metrics",
+    "plots",
+    "checkpoints",
+    "results",
+    "dvc.lock",
+    "report",
+    "test-artifacts",
+}
+ANYWHERE = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", "cache", "tmp"}
 TINY_SCALE = {
-    "epochs": 2, "batch_size": 32, "lr": 0.05, "momentum": 0.0, "weight_decay": 0.0, "scaling": "strong",
-    "train_subset": None, "eval_batch_size": 64, "epoch_test_images": 32, "warmup_steps": 1, "seed": 0, "width": 4,
+    "epochs": 2,
+    "batch_size": 32,
+    "lr": 0.05,
+    "momentum": 0.0,
+    "weight_decay": 0.0,
+    "scaling": "strong",
+    "train_subset": None,
+    "eval_batch_size": 64,
+    "epoch_test_images": 32,
+    "warmup_steps": 1,
+    "seed": 0,
+    "width": 4,
 }
 TINY_EPISODES = {
-    "epochs": 2, "batch_size": 2, "lr": 0.001, "scaling": "strong", "warmup_steps": 1, "seed": 0, "encoder": "conv4",
-    "width": 4, "n_way": 3, "n_shot": 1, "n_query": 2, "eval_n_query": 1, "episodes_per_epoch": 4, "val_episodes": 3,
-    "test_episodes": 5, "eval_batch_size": 5, "lr_step_size": None, "lr_gamma": 0.5,
+    "epochs": 2,
+    "batch_size": 2,
+    "lr": 0.001,
+    "scaling": "strong",
+    "warmup_steps": 1,
+    "seed": 0,
+    "encoder": "conv4",
+    "width": 4,
+    "n_way": 3,
+    "n_shot": 1,
+    "n_query": 2,
+    "eval_n_query": 1,
+    "episodes_per_epoch": 4,
+    "val_episodes": 3,
+    "test_episodes": 5,
+    "eval_batch_size": 5,
+    "lr_step_size": None,
+    "lr_gamma": 0.5,
 }
 TINY_HOTDOG = {
-    "epochs": 1, "batch_size": 8, "lr": 0.01, "scaling": "strong", "warmup_steps": 1, "seed": 0, "pretrained": "none",
-    "freeze_backbone": False, "head_lr_mult": 10, "optimizer": "sgd", "momentum": 0.9, "weight_decay": 0.001,
-    "image_size": 32, "crop_scale": 0.35, "eval_batch_size": 8,
+    "epochs": 1,
+    "batch_size": 8,
+    "lr": 0.01,
+    "scaling": "strong",
+    "warmup_steps": 1,
+    "seed": 0,
+    "pretrained": "none",
+    "freeze_backbone": False,
+    "head_lr_mult": 10,
+    "optimizer": "sgd",
+    "momentum": 0.9,
+    "weight_decay": 0.001,
+    "image_size": 32,
+    "crop_scale": 0.35,
+    "eval_batch_size": 8,
 }
 TINY_RESNET50 = {
-    "epochs": 2, "batch_size": 4, "lr": 0.001, "scaling": "strong", "warmup_steps": 1, "seed": 0, "image_size": 48,
-    "num_classes": 10, "num_batches": 1,
+    "epochs": 2,
+    "batch_size": 4,
+    "lr": 0.001,
+    "scaling": "strong",
+    "warmup_steps": 1,
+    "seed": 0,
+    "image_size": 48,
+    "num_classes": 10,
+    "num_batches": 1,
 }
 TINY_SWEEP = {"rounds": 1, "max_rounds": 1, "warmup_steps": 0, "timed_steps": 1}
 DATASETS = ("fashion_mnist", "miniimagenet", "hotdog")  # each has its download and prepare stage
@@ -64,6 +119,7 @@ def write_fixture_dataset(folder: Path, seed: int = 0) -> Path:
 def make_project(tmp_path: Path) -> Path:
     """A git repository holding a copy of the project, set to the tiny scale and the fixture data."""
     project = tmp_path / "project"
+
     def outputs(folder: str, names: list[str]) -> list[str]:
         top = Path(folder) == PROJECT_ROOT
         return [name for name in names if name in ANYWHERE or (top and name in TOP_LEVEL_OUTPUTS)]
@@ -103,18 +159,25 @@ def run(project: Path, *command: str) -> str:
 def attempt(project: Path, *command: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "PARABENCH_DATA_MIRROR"}
     env.update(
-        PATH=f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}", PYTHONPATH=str(project / "src"),
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}",
+        PYTHONPATH=str(project / "src"),
         DVC_NO_ANALYTICS="1",
-        GIT_AUTHOR_NAME="test", GIT_AUTHOR_EMAIL="test@example.invalid",
-        GIT_COMMITTER_NAME="test", GIT_COMMITTER_EMAIL="test@example.invalid",
+        GIT_AUTHOR_NAME="test",
+        GIT_AUTHOR_EMAIL="test@example.invalid",
+        GIT_COMMITTER_NAME="test",
+        GIT_COMMITTER_EMAIL="test@example.invalid",
     )
     return subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=2400)
 
 
 def outputs_of(project: Path) -> dict[str, bytes]:
     """Every metric, result and model file the pipeline wrote."""
-    return {str(path.relative_to(project)): path.read_bytes() for folder in ("metrics", "results", "models", "plots")
-            for path in sorted((project / folder).rglob("*")) if path.is_file()}
+    return {
+        str(path.relative_to(project)): path.read_bytes()
+        for folder in ("metrics", "results", "models", "plots")
+        for path in sorted((project / folder).rglob("*"))
+        if path.is_file()
+    }
 
 
 def breaks_before_any_stage(project: Path, edit, expected: str) -> None:
@@ -182,10 +245,11 @@ def test_repro_then_experiment(tmp_path):
     run(project, "git", "commit", "-qm", "project")
 
     first = run(project, "dvc", "repro")
-    assert stages_run(first) == {"check", "report"} | {f"{kind}@{sweep}" for kind in ("sweep", "sweep_summary")
-                                                       for sweep in SWEEPS} | stages_of(
-        "train", "reference", "evaluate", "benchmark", "speedup") | {
-        f"{kind}@{dataset}" for kind in ("download", "prepare") for dataset in DATASETS}, "resnet50 has no data stages"
+    assert stages_run(first) == {"check", "report"} | {
+        f"{kind}@{sweep}" for kind in ("sweep", "sweep_summary") for sweep in SWEEPS
+    } | stages_of("train", "reference", "evaluate", "benchmark", "speedup") | {
+        f"{kind}@{dataset}" for kind in ("download", "prepare") for dataset in DATASETS
+    }, "resnet50 has no data stages"
     assert_the_report_shows_every_seed_experiment(project / "report" / "index.html")
     shown = run(project, "dvc", "metrics", "show")
     header, *rows = shown.splitlines()
@@ -195,9 +259,18 @@ def test_repro_then_experiment(tmp_path):
     assert len(header.split()) <= 25 and max(map(len, rows)) <= 500, f"a screen's worth, not more:\n{shown}"
     # (efficiency_vs_ceiling: only data-parallel strategies have one, and this benchmark runs none: see
     # test_benchmark_report)
-    for expected in ("speedup", "test_acc", "test_acc_ci95", "test_acc_delta_ci95", "data_origin", "SAMPLE",
-                     "not applicable (synthetic data)", "best_value",
-                     "metrics/sweep/split_size/inprocess.json", "speedup_vs_largest_value"):
+    for expected in (
+        "speedup",
+        "test_acc",
+        "test_acc_ci95",
+        "test_acc_delta_ci95",
+        "data_origin",
+        "SAMPLE",
+        "not applicable (synthetic data)",
+        "best_value",
+        "metrics/sweep/split_size/inprocess.json",
+        "speedup_vs_largest_value",
+    ):
         assert expected in shown, expected
     summary = run(project, "python", "-m", "parabench.report.summary")
     assert "ddp/single" in summary and "A/A control" in summary and "ceiling" in summary and "resnet50" in summary
@@ -208,8 +281,9 @@ def test_repro_then_experiment(tmp_path):
     fresh = tmp_path / "fresh"
     run(tmp_path, "git", "clone", "-q", str(project), str(fresh))
     unmeasured = run(fresh, "dvc", "metrics", "show")
-    assert unmeasured.splitlines()[0].split() == ["Path"], \
+    assert unmeasured.splitlines()[0].split() == ["Path"], (
         f"a fresh clone shows no number it did not measure itself:\n{unmeasured}"
+    )
 
     # A bad params.yaml stops at the check stage, before DVC removes any output; a misspelt key beside the real
     # one stops it too, although every stage is cached and DVC itself does not read that key; and the project's
@@ -237,7 +311,10 @@ def test_repro_then_experiment(tmp_path):
     for workload in WORKLOADS:
         record = json.loads((project / f"results/train/{workload}.json").read_text())
         assert (record["strategy"], record["processes"], record["strategy_details"]["stages"]) == (
-            "model_parallel", 1, 2)
+            "model_parallel",
+            1,
+            2,
+        )
         compared = json.loads((project / f"metrics/speedup/{workload}.json").read_text())
         assert (compared["strategy"], compared["reference"]) == ("model_parallel", "single")
         assert compared["speedup"] > 0 and compared["speedup_end_to_end"] > 0 and compared["data_origin"]
@@ -255,11 +332,24 @@ def test_repro_then_experiment(tmp_path):
 
     # the README's recipe, in its form for a key that only one metrics file has (DVC then names the column by the key
     # alone: here test_acc_delta, fashion_mnist being the only scored workload)
-    kept = run(project, "dvc", "exp", "show", "--csv", "--drop", ".*", "--keep",
-               "Experiment|(metrics/speedup/fashion_mnist.json:)?(strategy|speedup|test_acc_delta)$")
+    kept = run(
+        project,
+        "dvc",
+        "exp",
+        "show",
+        "--csv",
+        "--drop",
+        ".*",
+        "--keep",
+        "Experiment|(metrics/speedup/fashion_mnist.json:)?(strategy|speedup|test_acc_delta)$",
+    )
     header, *rows = kept.splitlines()
-    assert header.split(",") == ["Experiment", "metrics/speedup/fashion_mnist.json:strategy", "test_acc_delta",
-                                 "metrics/speedup/fashion_mnist.json:speedup"]
+    assert header.split(",") == [
+        "Experiment",
+        "metrics/speedup/fashion_mnist.json:strategy",
+        "test_acc_delta",
+        "metrics/speedup/fashion_mnist.json:speedup",
+    ]
     assert {row.split(",")[1] for row in rows} == {"ddp", "model_parallel"}
     assert "train_time_s" in run(project, "dvc", "metrics", "diff")
     run(project, "dvc", "plots", "show", "-o", str(tmp_path / "plots"))

@@ -18,8 +18,13 @@ def test_edits_re_run_what_depends_on_them_and_resume_only_their_own_run(tmp_pat
     run(project, "git", "add", "-A")
     run(project, "git", "commit", "-qm", "project")
     trained = run(project, "dvc", "repro", "train@fashion_mnist", "reference@fashion_mnist")
-    assert stages_run(trained) == {"check", "download@fashion_mnist", "prepare@fashion_mnist", "train@fashion_mnist",
-                                   "reference@fashion_mnist"}
+    assert stages_run(trained) == {
+        "check",
+        "download@fashion_mnist",
+        "prepare@fashion_mnist",
+        "train@fashion_mnist",
+        "reference@fashion_mnist",
+    }
 
     # resnet50 times real pixels when `inputs` names a prepared dataset, which its stages then depend on.
     edit_params(project, lambda p: p["inputs"].update(resnet50="data/prepared/fashion_mnist"))

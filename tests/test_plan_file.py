@@ -31,9 +31,14 @@ def test_a_worker_trains_from_its_plan_file_without_params_yaml(tmp_path):
     FASHION_MNIST.prepare(raw, tmp_path / "data" / "prepared" / "fashion_mnist")
     plan = tiny_plan(role="reference", epochs=1)
     plan.save(tmp_path / "plan.json")
-    done = subprocess.run([sys.executable, "-m", "parabench.engine.worker", str(tmp_path / "plan.json")],
-                          cwd=tmp_path, env={"PYTHONPATH": str(PROJECT_ROOT / "src"), "PATH": "/usr/bin:/bin"},
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "parabench.engine.worker", str(tmp_path / "plan.json")],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(PROJECT_ROOT / "src"), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert not (tmp_path / "params.yaml").exists()
     record = json.loads((tmp_path / "results" / "reference" / "fashion_mnist.json").read_text())

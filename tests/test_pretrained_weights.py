@@ -16,10 +16,23 @@ from tests.http_server import Route
 
 
 def settings(weights: str) -> HotdogSettings:
-    return HotdogSettings(epochs=1, batch_size=8, lr=0.01, scaling="strong", warmup_steps=0, seed=0,
-                          pretrained=weights, freeze_backbone=False, head_lr_mult=10, optimizer="sgd", momentum=0.0,
-                          crop_scale=0.08,
-                          weight_decay=0.0, image_size=32, eval_batch_size=8)
+    return HotdogSettings(
+        epochs=1,
+        batch_size=8,
+        lr=0.01,
+        scaling="strong",
+        warmup_steps=0,
+        seed=0,
+        pretrained=weights,
+        freeze_backbone=False,
+        head_lr_mult=10,
+        optimizer="sgd",
+        momentum=0.0,
+        crop_scale=0.08,
+        weight_decay=0.0,
+        image_size=32,
+        eval_batch_size=8,
+    )
 
 
 def imagenet_like_state() -> dict[str, torch.Tensor]:
@@ -70,21 +83,24 @@ def test_a_file_that_is_not_a_state_dict_is_refused(tmp_path):
     torch.save([torch.zeros(2)], tmp_path / "list.pth")
     (tmp_path / "text.pth").write_text("not a checkpoint")
     torch.save({"model": resnet18_blocks(2)}, tmp_path / "pickled_module.pth")  # weights_only refuses modules
-    for name, expected in (("list.pth", "holds a list, not a state dict"), ("text.pth", "could not be read"),
-                           ("pickled_module.pth", "could not be read")):
+    for name, expected in (
+        ("list.pth", "holds a list, not a state dict"),
+        ("text.pth", "could not be read"),
+        ("pickled_module.pth", "could not be read"),
+    ):
         with pytest.raises(ConfigError, match=expected):
             built(str(tmp_path / name))
 
 
 def test_a_missing_file_is_a_params_error():
-    with pytest.raises(ValueError, match="neither 'imagenet'.*nor an existing .pth file"):
+    with pytest.raises(ValueError, match=r"neither 'imagenet'.*nor an existing \.pth file"):
         settings("no/such/weights.pth")
 
 
 def test_the_weights_url_is_torchvisions_own():
     from torchvision.models import ResNet18_Weights
 
-    assert pretrained.IMAGENET_URL == ResNet18_Weights.IMAGENET1K_V1.url
+    assert ResNet18_Weights.IMAGENET1K_V1.url == pretrained.IMAGENET_URL
 
 
 def test_imagenet_weights_are_fetched_into_torchs_cache_and_checked(tmp_path, monkeypatch, server):

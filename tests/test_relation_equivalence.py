@@ -75,8 +75,8 @@ def rank_steps(rank: int, world_size: int, batchnorm_training: bool, out: Path) 
         parallel = STRATEGIES[name].apply(make_model(), process, cpu_setup(devices=WORLD, blocks=8))
         parallel.module.train(batchnorm_training)
         mine = shard(parallel.shard_index, parallel.shard_count)
-        sgd_step(parallel.module, lambda: parallel.train_step(Batch(episodes.inputs[mine], episodes.targets[mine]),
-                                                              relation_loss))
+        batch = Batch(episodes.inputs[mine], episodes.targets[mine])
+        sgd_step(parallel.module, lambda parallel=parallel, batch=batch: parallel.train_step(batch, relation_loss))
         results[name] = parameters(parallel.model)
     torch.save(results, out / f"rank{rank}.pt")
 
@@ -89,7 +89,7 @@ def run(tmp_path: Path, batchnorm_training: bool) -> list[dict[str, State]]:
 def assert_same(a: State, b: State) -> None:
     assert a.keys() == b.keys()
     for name in a:
-        torch.testing.assert_close(a[name], b[name], rtol=RTOL, atol=ATOL, msg=lambda m: f"{name}: {m}")
+        torch.testing.assert_close(a[name], b[name], rtol=RTOL, atol=ATOL, msg=lambda m, name=name: f"{name}: {m}")
 
 
 def max_difference(a: State, b: State) -> float:

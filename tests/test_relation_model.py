@@ -102,7 +102,9 @@ def test_splitting_episodes_changes_nothing_in_eval_mode(encoder: str, episodes:
         # Another batch size may pick another kernel (1 thread: differences up to 7e-7 of the block's largest value
         # in the seed encoder's deep stack), so the absolute tolerance scales with the block's magnitude.
         atol = max(ATOL, 1e-5 * w.abs().max().item())
-        torch.testing.assert_close(torch.cat([a, b]), w, rtol=RTOL, atol=atol, msg=lambda m: f"block {block}: {m}")
+        torch.testing.assert_close(
+            torch.cat([a, b]), w, rtol=RTOL, atol=atol, msg=lambda m, block=block: f"block {block}: {m}"
+        )
     # the scores do tell episodes and queries apart (the comparison above is not between constants)
     assert (whole[-1] - whole[-1][:1]).abs().max() > 100 * ATOL
 

@@ -12,8 +12,16 @@ from parabench.report.page import commit, write_page
 from tests.report_fixture import SWEEP, WORKLOADS, write_pipeline_outputs
 
 ARTEFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
-BROWSER_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync")
+BROWSER_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
 
 
 @pytest.fixture
@@ -37,14 +45,20 @@ def test_the_page_answers_each_seed_with_every_figure_embedded(page: Path):
     assert "dp</b>: needs CUDA; use ddp" in text, "a skipped strategy is named with its reason"
     assert "0.850 ± 0.007" in text and "+0.000 (95%: -0.004 to +0.004)" in text, "quality with its interval"
     assert "No quality to compare: the data are synthetic" in text
-    assert "<td>ddp</td>" in text and "input 10% · compute 53% · communication 13% · optimizer 19% · idle 5%" in text, \
+    assert "<td>ddp</td>" in text and "input 10% · compute 53% · communication 13% · optimizer 19% · idle 5%" in text, (
         "where ddp's step goes"
+    )
 
 
 def browser(*arguments: str, profile: Path) -> subprocess.CompletedProcess[str]:
     """Debian's chromium, headless, offline, with a fresh profile; its console messages on stderr."""
-    return subprocess.run(["chromium", *BROWSER_FLAGS, f"--user-data-dir={profile}", "--enable-logging=stderr",
-                           "--v=0", *arguments], capture_output=True, text=True, timeout=120, check=True)
+    return subprocess.run(
+        ["chromium", *BROWSER_FLAGS, f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
 
 
 def test_the_page_opens_in_chromium_with_every_figure_shown_and_no_console_error(page: Path, tmp_path: Path):

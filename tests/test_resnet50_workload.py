@@ -35,8 +35,17 @@ BLOCKS = ["stem", "layer1", "layer2", "layer3", "layer4", "head"]
 
 
 def settings(**changes) -> Resnet50Settings:
-    values = dict(epochs=1, batch_size=4, lr=0.001, scaling="strong", warmup_steps=0, seed=0, image_size=SIZE,
-                  num_classes=CLASSES, num_batches=2)
+    values = {
+        "epochs": 1,
+        "batch_size": 4,
+        "lr": 0.001,
+        "scaling": "strong",
+        "warmup_steps": 0,
+        "seed": 0,
+        "image_size": SIZE,
+        "num_classes": CLASSES,
+        "num_batches": 2,
+    }
     return Resnet50Settings(**{**values, **changes})
 
 

@@ -19,8 +19,12 @@ from tests.test_pipeline_e2e import make_project as make_dvc_project
 SCRIPT = PROJECT_ROOT / "examples/slurm/train.sbatch"
 JOB_ID = "4242"
 MULTI_NODE_KEYS = ["accelerator", "devices", "nodes", "rendezvous"]  # the hardware lines the script rewrites
-GIT_IDENTITY = {"GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "test@example.invalid",
-                "GIT_COMMITTER_NAME": "test", "GIT_COMMITTER_EMAIL": "test@example.invalid"}
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "test",
+    "GIT_AUTHOR_EMAIL": "test@example.invalid",
+    "GIT_COMMITTER_NAME": "test",
+    "GIT_COMMITTER_EMAIL": "test@example.invalid",
+}
 SRUN = '''#!{python}
 """Stand-in srun: runs its command once per node, all at once (SLURM_NODEID 0 to SLURM_JOB_NUM_NODES - 1), node N's
 output in $SRUN_LOGS/node-N.log; ends the others when one fails (--kill-on-bad-exit=1). $SRUN_LOGS/srun.json then
@@ -118,9 +122,16 @@ def script_env(project: Path, bin_folder: Path, logs: Path, **settings: str | No
     env = {key: value for key, value in os.environ.items() if not key.startswith(("SLURM_", "SRUN_", "PARABENCH_"))}
     env.update(
         PATH=os.pathsep.join([str(bin_folder), str(Path(sys.executable).parent), env["PATH"]]),
-        PYTHONPATH=str(project / "src"), DVC_NO_ANALYTICS="1", SRUN_LOGS=str(logs),
-        SLURM_SUBMIT_DIR=str(project), SLURM_JOB_ID=JOB_ID, SLURM_JOB_NODELIST="node-[0-1]", SLURM_JOB_NUM_NODES="2",
-        SLURM_NNODES="2", SLURM_CPUS_PER_TASK="1", **GIT_IDENTITY,
+        PYTHONPATH=str(project / "src"),
+        DVC_NO_ANALYTICS="1",
+        SRUN_LOGS=str(logs),
+        SLURM_SUBMIT_DIR=str(project),
+        SLURM_JOB_ID=JOB_ID,
+        SLURM_JOB_NODELIST="node-[0-1]",
+        SLURM_JOB_NUM_NODES="2",
+        SLURM_NNODES="2",
+        SLURM_CPUS_PER_TASK="1",
+        **GIT_IDENTITY,
     )
     for key, value in settings.items():
         if value is None:
@@ -132,8 +143,9 @@ def script_env(project: Path, bin_folder: Path, logs: Path, **settings: str | No
 
 def run_script(project: Path, env: dict[str, str], limit_s: float = 60) -> subprocess.CompletedProcess[str]:
     """`bash examples/slurm/train.sbatch`, started from another folder (the script goes to SLURM_SUBMIT_DIR)."""
-    return subprocess.run(["bash", str(SCRIPT)], cwd=project.parent, env=env, capture_output=True, text=True,
-                          timeout=limit_s)
+    return subprocess.run(
+        ["bash", str(SCRIPT)], cwd=project.parent, env=env, capture_output=True, text=True, timeout=limit_s
+    )
 
 
 def calls(logs: Path) -> list[str]:
@@ -177,8 +189,9 @@ def test_the_script_asks_for_cores_and_passes_them_to_srun_and_never_sleeps() ->
     assert subprocess.run(["bash", "-n", str(SCRIPT)]).returncode == 0
 
 
-def test_the_values_are_written_once_before_srun_and_every_comment_kept(bare_project: Path, tmp_path: Path,
-                                                                        logs: Path) -> None:
+def test_the_values_are_written_once_before_srun_and_every_comment_kept(
+    bare_project: Path, tmp_path: Path, logs: Path
+) -> None:
     """By default cuda, devices auto (the node's GPUs), the first host at port 29400, before prepare, srun (with the
     cores), exp save."""
     bin_folder = stand_ins(tmp_path / "bin", recording=("srun", "dvc"))
@@ -198,12 +211,14 @@ def test_the_values_are_written_once_before_srun_and_every_comment_kept(bare_pro
     assert sorted(path.name for path in bare_project.iterdir()) == [".venv", "params.yaml"], "no temporary file left"
 
 
-@pytest.mark.parametrize(("scontrol", "cpus", "message"), [(FAILING_SCONTROL, "1", "Unable to contact slurm"),
-                                                            (SCONTROL, None, "#SBATCH --cpus-per-task")],
-                         ids=["scontrol-fails", "no-cpus-per-task"])
-def test_no_host_list_or_no_cores_stops_the_script_before_it_touches_params(bare_project: Path, tmp_path: Path,
-                                                                            logs: Path, scontrol: str,
-                                                                            cpus: str | None, message: str) -> None:
+@pytest.mark.parametrize(
+    ("scontrol", "cpus", "message"),
+    [(FAILING_SCONTROL, "1", "Unable to contact slurm"), (SCONTROL, None, "#SBATCH --cpus-per-task")],
+    ids=["scontrol-fails", "no-cpus-per-task"],
+)
+def test_no_host_list_or_no_cores_stops_the_script_before_it_touches_params(
+    bare_project: Path, tmp_path: Path, logs: Path, scontrol: str, cpus: str | None, message: str
+) -> None:
     """A failing scontrol (set -e) or a job without --cpus-per-task stops it before any edit, dvc or srun."""
     bin_folder = stand_ins(tmp_path / "bin", scontrol, recording=("srun", "dvc"))
     done = run_script(bare_project, script_env(bare_project, bin_folder, logs, SLURM_CPUS_PER_TASK=cpus))
@@ -245,11 +260,18 @@ def plan_line(log: str) -> str:
 def test_two_nodes_on_loopback_plan_the_same_run_and_train_it_as_one_job(tmp_path: Path, logs: Path) -> None:
     """Both roles start at once from one unchanging params.yaml, train over 2 nodes and save experiment slurm-<id>."""
     project = dvc_project(tmp_path)
-    env = script_env(project, stand_ins(tmp_path / "bin"), logs, PARABENCH_ACCELERATOR="cpu",
-                     PARABENCH_DEVICES="1", PARABENCH_PORT=str(free_port()))
+    env = script_env(
+        project,
+        stand_ins(tmp_path / "bin"),
+        logs,
+        PARABENCH_ACCELERATOR="cpu",
+        PARABENCH_DEVICES="1",
+        PARABENCH_PORT=str(free_port()),
+    )
     done = run_script(project, env, limit_s=300)
-    node_logs = [(logs / f"node-{node}.log").read_text() if (logs / f"node-{node}.log").exists() else ""
-                 for node in (0, 1)]
+    node_logs = [
+        (logs / f"node-{node}.log").read_text() if (logs / f"node-{node}.log").exists() else "" for node in (0, 1)
+    ]
     assert done.returncode == 0, f"{done.stderr}\nnode 0:\n{node_logs[0]}\nnode 1:\n{node_logs[1]}"
     srun = json.loads((logs / "srun.json").read_text())
     assert srun["statuses"] == [0, 0] and "--cpus-per-task=1" in srun["options"], srun
@@ -259,12 +281,19 @@ def test_two_nodes_on_loopback_plan_the_same_run_and_train_it_as_one_job(tmp_pat
     assert "2 process(es) x 1 thread(s)" in plan_line(node_logs[0]) and plan_line(node_logs[0]).endswith(" on cpu")
     record = json.loads((project / "results/train/fashion_mnist.json").read_text())
     assert (record["environment"]["nodes"], record["processes"], record["replicas"]) == (2, 2, 2)
-    refs = subprocess.run(["git", "for-each-ref", "--format=%(refname)", "refs/exps"], cwd=project, env=env,
-                          capture_output=True, text=True, check=True).stdout.split()
+    refs = subprocess.run(
+        ["git", "for-each-ref", "--format=%(refname)", "refs/exps"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     saved = [ref for ref in refs if ref.endswith(f"/slurm-{JOB_ID}")]
     assert len(saved) == 1, refs
-    shown = subprocess.run(["git", "show", f"{saved[0]}:params.yaml"], cwd=project, env=env, capture_output=True,
-                           check=True).stdout
+    shown = subprocess.run(
+        ["git", "show", f"{saved[0]}:params.yaml"], cwd=project, env=env, capture_output=True, check=True
+    ).stdout
     assert shown == written, "the experiment holds the params the nodes ran with"
 
 

@@ -7,22 +7,38 @@ from parabench.data.provenance import Provenance
 from parabench.report.speedup import compare, speedups
 
 SAMPLE = Provenance(  # as the train stage's results record carries it: 20 images of each official class
-    dataset="miniimagenet", kind="sample", source="x", verified=False, detail="", checksum_algorithm="sha256",
-    layout="pickles", official_classes=MINIIMAGENET.official_classes,
+    dataset="miniimagenet",
+    kind="sample",
+    source="x",
+    verified=False,
+    detail="",
+    checksum_algorithm="sha256",
+    layout="pickles",
+    official_classes=MINIIMAGENET.official_classes,
     official_images_per_class=MINIIMAGENET.official_images_per_class,
-    class_counts={split: {f"n{split}{index}": 20 for index in range(classes)}
-                  for split, classes in MINIIMAGENET.official_classes.items()},
+    class_counts={
+        split: {f"n{split}{index}": 20 for index in range(classes)}
+        for split, classes in MINIIMAGENET.official_classes.items()
+    },
 )
 
 
 def record(strategy: str, seconds: float, devices: int, contended: bool = False) -> dict:
     """A run of 10 steps around seconds / 10 each, alternating -+1%."""
     steps = [seconds / 10 * (1.01 if step % 2 else 0.99) for step in range(10)]
-    return {"workload": "miniimagenet", "strategy": strategy, "train_time_s": seconds, "devices": devices,
-            "step_durations": steps,
-            "unit": "episode", "episodes_per_s": 100 / seconds, "contended": contended,
-            "labels": {"pretrained": "none"},
-            "data_origin": MINIIMAGENET.origin_sentence(SAMPLE), "data_provenance": SAMPLE.model_dump()}
+    return {
+        "workload": "miniimagenet",
+        "strategy": strategy,
+        "train_time_s": seconds,
+        "devices": devices,
+        "step_durations": steps,
+        "unit": "episode",
+        "episodes_per_s": 100 / seconds,
+        "contended": contended,
+        "labels": {"pretrained": "none"},
+        "data_origin": MINIIMAGENET.origin_sentence(SAMPLE),
+        "data_provenance": SAMPLE.model_dump(),
+    }
 
 
 def cell(seconds: float) -> dict:
@@ -32,9 +48,11 @@ def cell(seconds: float) -> dict:
 
 
 def test_speedup_efficiency_and_the_primary_metric_by_name():
-    evaluation = {"train": {"test_acc": 0.30, "test_acc_ci95": 0.01}, "reference": {"test_acc": 0.25,
-                                                                                     "test_acc_ci95": 0.02},
-                  "paired": {"delta": 0.05, "ci95_low": 0.03, "ci95_high": 0.07, "items": 600, "mcnemar_p": None}}
+    evaluation = {
+        "train": {"test_acc": 0.30, "test_acc_ci95": 0.01},
+        "reference": {"test_acc": 0.25, "test_acc_ci95": 0.02},
+        "paired": {"delta": 0.05, "ci95_low": 0.03, "ci95_high": 0.07, "items": 600, "mcnemar_p": None},
+    }
     benchmark = {"cells": {"ddp": cell(4 / 6), "single": cell(1.0)}}
     row = compare(record("ddp", 50, 2), record("single", 100, 1, contended=True), evaluation, benchmark, "test_acc")
     both = speedups(record("ddp", 50, 2), record("single", 100, 1), benchmark)
@@ -51,8 +69,11 @@ def test_speedup_efficiency_and_the_primary_metric_by_name():
 
 
 def test_no_interleaved_ratio_when_the_benchmark_did_not_run_both():
-    evaluation = {"train": {"test_acc": 0.3}, "reference": {"test_acc": 0.3},
-                  "paired": {"delta": 0.0, "ci95_low": -0.01, "ci95_high": 0.01, "items": 600, "mcnemar_p": 1.0}}
+    evaluation = {
+        "train": {"test_acc": 0.3},
+        "reference": {"test_acc": 0.3},
+        "paired": {"delta": 0.0, "ci95_low": -0.01, "ci95_high": 0.01, "items": 600, "mcnemar_p": 1.0},
+    }
     skipped = {"cells": {"ddp": {"status": "skipped", "reason": "..."}, "single": cell(1.0)}}
     row = compare(record("ddp", 50, 2), record("single", 100, 1), evaluation, skipped, "test_acc")
     both = speedups(record("ddp", 50, 2), record("single", 100, 1), skipped)
@@ -61,8 +82,11 @@ def test_no_interleaved_ratio_when_the_benchmark_did_not_run_both():
 
 
 def test_end_to_end_is_the_jobs_wall_times_and_none_after_a_resume():
-    evaluation = {"train": {"test_acc": 0.3}, "reference": {"test_acc": 0.3},
-                  "paired": {"delta": 0.0, "ci95_low": -0.01, "ci95_high": 0.01, "items": 600, "mcnemar_p": 1.0}}
+    evaluation = {
+        "train": {"test_acc": 0.3},
+        "reference": {"test_acc": 0.3},
+        "paired": {"delta": 0.0, "ci95_low": -0.01, "ci95_high": 0.01, "items": 600, "mcnemar_p": 1.0},
+    }
     run = {**record("ddp", 50, 2), "wall_time_s": 80.0, "resumed_after_epoch": 0}
     reference = {**record("single", 60, 1), "wall_time_s": 60.0, "resumed_after_epoch": 0}
     row = compare(run, reference, evaluation, None, "test_acc")

@@ -84,8 +84,13 @@ def imported_modules(path: Path) -> frozenset[str]:
             found.add(base)
             # `from parabench.pkg import name`: name is a submodule, or an attribute of pkg
             found.update(f"{base}.{alias.name}" for alias in node.names if module_file(f"{base}.{alias.name}"))
-        elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in loggers
-              and MODULE_NAME.fullmatch(node.value) and module_file(node.value)):
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in loggers
+            and MODULE_NAME.fullmatch(node.value)
+            and module_file(node.value)
+        ):
             found.add(node.value)
     missing = sorted(name for name in found if module_file(name) is None)
     assert not missing, f"{rel(path)} imports parabench modules this test cannot find: {missing}"
@@ -95,7 +100,7 @@ def imported_modules(path: Path) -> frozenset[str]:
 def with_parents(name: str) -> list[str]:
     """A module and every package above it, whose __init__.py runs first: parabench, parabench.a, parabench.a.b."""
     parts = name.split(".")
-    return [".".join(parts[: end]) for end in range(1, len(parts) + 1)]
+    return [".".join(parts[:end]) for end in range(1, len(parts) + 1)]
 
 
 @cache
@@ -168,7 +173,8 @@ def test_every_file_the_stage_runs_is_a_dep(name):
     uncovered = sorted(file for file in files if not any(covers(dep, file) for dep in deps))
     assert not uncovered, (
         f"stage {name}: its outputs go stale when these files it runs change, for they are not among its deps: "
-        f"{uncovered}; code deps that match its imports: {minimal_deps(files)}")
+        f"{uncovered}; code deps that match its imports: {minimal_deps(files)}"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(STAGES))
@@ -181,7 +187,8 @@ def test_no_dep_is_code_the_stage_does_not_run(name):
     partial = {dep: extra for dep, extra in partial.items() if extra}
     assert not partial, (
         f"stage {name}: directory deps holding files it never runs, whose edits would re-run it needlessly: "
-        f"{partial}; list the files it runs instead: {minimal_deps(files)}")
+        f"{partial}; list the files it runs instead: {minimal_deps(files)}"
+    )
     assert len(set(deps)) == len(deps), f"stage {name}: a dep listed twice: {deps}"
 
 
@@ -190,8 +197,11 @@ SUMMARISING = {"speedup", "sweep_summary", "report"}  # they read what other sta
 
 def test_an_edit_of_how_results_are_summarised_re_runs_no_stage_that_trains_or_times():
     """With every stage's deps its closure (above), a stage re-runs on an edit of report/ only if it runs report/."""
-    runs_report = {name for name, body in STAGES.items()
-                   if any(file.startswith("src/parabench/report/") for file in closure(script_of(name, body)))}
+    runs_report = {
+        name
+        for name, body in STAGES.items()
+        if any(file.startswith("src/parabench/report/") for file in closure(script_of(name, body)))
+    }
     assert runs_report == SUMMARISING
     for name in ("train", "reference", "evaluate", "benchmark", "sweep"):
         assert name in STAGES, name
@@ -205,7 +215,9 @@ def test_the_closure_follows_submodule_imports_subprocess_modules_and_parent_pac
     assert "src/parabench/engine/worker.py" in files and "src/parabench/engine/join.py" in files
     assert {"src/parabench/__init__.py", "src/parabench/engine/__init__.py"} <= files
     source = tmp_path / "example.py"
-    source.write_text('import logging\nlog = logging.getLogger("parabench.data")\nMODULE = "parabench.engine.join"\n'
-                      'from parabench.strategies import ddp, STRATEGIES\n')
+    source.write_text(
+        'import logging\nlog = logging.getLogger("parabench.data")\nMODULE = "parabench.engine.join"\n'
+        "from parabench.strategies import ddp, STRATEGIES\n"
+    )
     assert imported_modules(source) == {"parabench.engine.join", "parabench.strategies", "parabench.strategies.ddp"}
     assert minimal_deps(frozenset(python_files("src/parabench/report"))) == ["src/parabench/report"]

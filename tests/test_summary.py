@@ -16,13 +16,23 @@ from tests.conftest import PROJECT_ROOT
 
 
 def run_record(strategy: str, seconds: float, devices: int) -> dict:
-    return {"strategy": strategy, "train_time_s": seconds, "wall_time_s": seconds + 20, "resumed_after_epoch": 0,
-            "devices": devices, "unit": "sample", "step_durations": [seconds / 100 * (1 + step % 3 / 100)
-                                                                     for step in range(30)],
-            "samples_per_s": 5000 / seconds, "contended": False, "labels": {}, "other_cpu_share": 0.01,
-            "load_average_1m": 0.5, "environment": {"cpu_model": "test"},
-            "data_origin": "Fashion-MNIST, the full official set (60,000 + 10,000 images); from the mirror "
-                           "/a/very/long/path/that/would/not/fit/in/a/table/column/and/must/be/wrapped/under/the/table"}
+    return {
+        "strategy": strategy,
+        "train_time_s": seconds,
+        "wall_time_s": seconds + 20,
+        "resumed_after_epoch": 0,
+        "devices": devices,
+        "unit": "sample",
+        "step_durations": [seconds / 100 * (1 + step % 3 / 100) for step in range(30)],
+        "samples_per_s": 5000 / seconds,
+        "contended": False,
+        "labels": {},
+        "other_cpu_share": 0.01,
+        "load_average_1m": 0.5,
+        "environment": {"cpu_model": "test"},
+        "data_origin": "Fashion-MNIST, the full official set (60,000 + 10,000 images); from the mirror "
+        "/a/very/long/path/that/would/not/fit/in/a/table/column/and/must/be/wrapped/under/the/table",
+    }
 
 
 def write_workload(name: str, run_hits: list[float], reference_hits: list[float]) -> None:
@@ -30,8 +40,16 @@ def write_workload(name: str, run_hits: list[float], reference_hits: list[float]
     items = {"train": torch.tensor(run_hits), "reference": torch.tensor(reference_hits)}
     evaluation = {role: {"test_acc": float(hits.mean()), "test_acc_ci95": 0.01} for role, hits in items.items()}
     evaluation["paired"] = paired_difference(items["train"], items["reference"])
-    benchmark = {"cells": {role: {"status": "ran", "global_batch": 100, "step_durations_by_round": [
-        [seconds * (1 + step % 3 / 100) for step in range(8)]] * 3} for role, seconds in (("ddp", 0.9), ("single", 1.0))}}
+    benchmark = {
+        "cells": {
+            role: {
+                "status": "ran",
+                "global_batch": 100,
+                "step_durations_by_round": [[seconds * (1 + step % 3 / 100) for step in range(8)]] * 3,
+            }
+            for role, seconds in (("ddp", 0.9), ("single", 1.0))
+        }
+    }
     write_json(speedup_metrics_file(name), compare(run, reference, evaluation, benchmark, "test_acc"))
     write_json(results_file("speedup", name), details(run, reference, evaluation, benchmark))
 
@@ -40,14 +58,29 @@ def write_workload(name: str, run_hits: list[float], reference_hits: list[float]
 def outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     shutil.copy(PROJECT_ROOT / "params.yaml", tmp_path / "params.yaml")
-    write_workload("fashion_mnist", [1.0] * 860 + [0.0] * 5 + [0.0] * 135,
-                   [1.0] * 850 + [0.0] * 10 + [1.0] * 5 + [0.0] * 135)
+    write_workload(
+        "fashion_mnist", [1.0] * 860 + [0.0] * 5 + [0.0] * 135, [1.0] * 850 + [0.0] * 10 + [1.0] * 5 + [0.0] * 135
+    )
     write_workload("hotdog", [1.0] * 180 + [0.0] * 68, [0.0] * 60 + [1.0] * 120 + [0.0] * 68)
-    cells = {"single": {"status": "ran", "samples_per_s": 100.0, "speedup": 1.0, "scaling_efficiency": 1.0,
-                        "efficiency_vs_ceiling": None, "contended": False},
-             "model_parallel": {"status": "ran", "samples_per_s": 90.0, "speedup": 0.9, "scaling_efficiency": 0.45,
-                                "efficiency_vs_ceiling": None, "contended": False},
-             "dp": {"status": "skipped"}}
+    cells = {
+        "single": {
+            "status": "ran",
+            "samples_per_s": 100.0,
+            "speedup": 1.0,
+            "scaling_efficiency": 1.0,
+            "efficiency_vs_ceiling": None,
+            "contended": False,
+        },
+        "model_parallel": {
+            "status": "ran",
+            "samples_per_s": 90.0,
+            "speedup": 0.9,
+            "scaling_efficiency": 0.45,
+            "efficiency_vs_ceiling": None,
+            "contended": False,
+        },
+        "dp": {"status": "skipped"},
+    }
     for cell, figures in cells.items():
         write_json(benchmark_metrics_dir("fashion_mnist") / f"{cell}.json", figures)
     return tmp_path
@@ -64,8 +97,9 @@ def test_every_line_fits_and_no_column_is_empty(outputs: Path, capsys: pytest.Ca
     assert "data" not in header.split(), "the data origin is a line under the table, not a column"
 
 
-def test_each_difference_is_said_in_words_and_each_origin_under_the_table(outputs: Path,
-                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_each_difference_is_said_in_words_and_each_origin_under_the_table(
+    outputs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     summary.main()
     printed = capsys.readouterr().out
     assert "fashion_mnist: no detectable difference between ddp and single (+0.005" in printed
@@ -74,9 +108,9 @@ def test_each_difference_is_said_in_words_and_each_origin_under_the_table(output
     assert " ".join(summary.SPEEDUPS.split()) in " ".join(printed.split()), "which speedup to trust, and why"
 
 
-def test_a_cut_strategy_shows_no_efficiency_against_the_data_parallel_ceiling(outputs: Path,
-                                                                               capsys: pytest.CaptureFixture[str]
-                                                                               ) -> None:
+def test_a_cut_strategy_shows_no_efficiency_against_the_data_parallel_ceiling(
+    outputs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     rows = {row["cell"]: row for row in summary.benchmark_rows(["fashion_mnist"])}
     assert rows["model_parallel"]["vs_ceiling"] is None and rows["dp"]["per_s"] == "skipped"
     summary.main()
@@ -85,7 +119,8 @@ def test_a_cut_strategy_shows_no_efficiency_against_the_data_parallel_ceiling(ou
 
 
 def test_a_workload_left_out_of_inputs_is_left_out_though_an_earlier_run_s_files_remain(
-        outputs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    outputs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     params = yaml.safe_load((outputs / "params.yaml").read_text())
     del params["inputs"]["hotdog"]
     (outputs / "params.yaml").write_text(yaml.safe_dump(params))

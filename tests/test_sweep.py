@@ -18,8 +18,13 @@ PARAM = "pipeline.split_size.resnet50"
 
 def ran(median: float, p25: float, p75: float, details: dict | None = None) -> dict:
     """A cell's figures as summarize_cells gives them (only what the sweep reads)."""
-    return {"status": "ran", "unit": "sample", "rate": 24 / median, "strategy_details": details or {},
-            "step_time_s": {"median": median, "p25": p25, "p75": p75}}
+    return {
+        "status": "ran",
+        "unit": "sample",
+        "rate": 24 / median,
+        "strategy_details": details or {},
+        "step_time_s": {"median": median, "p25": p25, "p75": p75},
+    }
 
 
 def test_the_default_sweeps_time_every_value_per_curve_beside_the_references(base_params, write_params):
@@ -29,13 +34,15 @@ def test_the_default_sweeps_time_every_value_per_curve_beside_the_references(bas
     values = sweep.values_at("quick")
     assert [point for point, _ in points[:2]] == [SweepPoint("single"), SweepPoint("model_parallel")]
     assert [(point.curve, point.value) for point, _ in points[2:]] == [
-        (curve, value) for curve in sweep.curves for value in values]
+        (curve, value) for curve in sweep.curves for value in values
+    ]
     assert set(sweep.curves) == {"inprocess", "gpipe", "1f1b"}, "one sweep: its references are timed once"
     overrides = {point.curve: dict(cell.overrides) for point, cell in points[2:] if point.value == values[0]}
     assert overrides == {
         "inprocess": {PARAM: values[0], "pipeline.engine": "inprocess"},
         "gpipe": {PARAM: values[0], "pipeline.engine": "distributed", "pipeline.schedule": "gpipe"},
-        "1f1b": {PARAM: values[0], "pipeline.engine": "distributed", "pipeline.schedule": "1f1b"}}
+        "1f1b": {PARAM: values[0], "pipeline.engine": "distributed", "pipeline.schedule": "1f1b"},
+    }
     assert {(cell.workload, cell.strategy) for _, cell in points[2:]} == {("resnet50", "pipeline")}
     assert len({cell.label for _, cell in points}) == len(points), "every cell has its own label"
 
@@ -56,16 +63,22 @@ def test_one_list_of_values_serves_every_scale(base_params, write_params):
 
 def test_a_value_that_could_never_run_stops_before_any_cell(base_params, write_params):
     base_params["sweeps"]["split_size"]["values"] = [4, 8, 32]  # quick batch: 8
-    with pytest.raises(ConfigError, match=r"\(sweeps\.split_size, the cell \{'pipeline\.split_size\.resnet50': 32, "
-                                          r"[^}]*\}\) is invalid \(1 problem\):\n"
-                                          r"  - pipeline\.split_size\.resnet50: 32 is larger than "
-                                          r"scales\.resnet50\.quick\.batch_size: 8"):
+    with pytest.raises(
+        ConfigError,
+        match=r"\(sweeps\.split_size, the cell \{'pipeline\.split_size\.resnet50': 32, "
+        r"[^}]*\}\) is invalid \(1 problem\):\n"
+        r"  - pipeline\.split_size\.resnet50: 32 is larger than "
+        r"scales\.resnet50\.quick\.batch_size: 8",
+    ):
         load_params(write_params(base_params))
     base_params["sweeps"]["split_size"]["values"] = [4]
     base_params["sweeps"]["split_size"]["curves"]["inprocess"] = {"pipeline.shedule": "1f1b"}
-    with pytest.raises(ConfigError, match=r"\(sweeps\.split_size, the cell .*\) is invalid \(1 problem\):\n"
-                                          r"  - pipeline\.shedule: unknown key \(value '1f1b'\); did you mean "
-                                          r"'schedule'\?"):
+    with pytest.raises(
+        ConfigError,
+        match=r"\(sweeps\.split_size, the cell .*\) is invalid \(1 problem\):\n"
+        r"  - pipeline\.shedule: unknown key \(value '1f1b'\); did you mean "
+        r"'schedule'\?",
+    ):
         load_params(write_params(base_params))
 
 
@@ -75,25 +88,34 @@ def test_a_sweep_reads_the_inputs_it_names(base_params, write_params):
     assert sweep_params(base_params, raw_sweep)["inputs"]["resnet50"] == "data/prepared/fashion_mnist"
     assert base_params["inputs"]["resnet50"].endswith("random_images.py"), "the workload's own entry is left alone"
     base_params["sweeps"]["split_size"]["inputs"] = "data/raw/hotdog"
-    with pytest.raises(ConfigError, match=r"sweeps\.split_size\.inputs: 'data/raw/hotdog' is not what resnet50 can "
-                                          r"read"):
+    with pytest.raises(
+        ConfigError,
+        match=r"sweeps\.split_size\.inputs: 'data/raw/hotdog' is not what resnet50 can "
+        r"read",
+    ):
         load_params(write_params(base_params))
 
 
 def test_sweeping_every_workload_s_split_size_at_once_is_refused(base_params, write_params):
     """A sweep varies its workload's entry (pipeline.split_size.resnet50): one int for all is the old spelling."""
     base_params["sweeps"]["split_size"]["param"] = "pipeline.split_size"
-    with pytest.raises(ConfigError, match=r"\(sweeps\.split_size, the cell \{'pipeline\.split_size': 2, .*\n"
-                                          r"  - pipeline\.split_size: 2 is one size for every workload, an old "
-                                          r"spelling: .*-S pipeline\.split_size\.<workload>=2\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"\(sweeps\.split_size, the cell \{'pipeline\.split_size': 2, .*\n"
+        r"  - pipeline\.split_size: 2 is one size for every workload, an old "
+        r"spelling: .*-S pipeline\.split_size\.<workload>=2\)",
+    ):
         load_params(write_params(base_params))
 
 
 def test_a_sweep_of_the_old_split_sizes_key_is_refused_with_the_new_one(base_params, write_params):
     base_params["sweeps"]["split_size"]["param"] = "pipeline.split_sizes.resnet50"
-    with pytest.raises(ConfigError, match=r"  - sweeps\.split_size\.param: 'pipeline\.split_sizes\.resnet50': "
-                                          r"pipeline\.split_sizes was merged into pipeline\.split_size \(one entry per "
-                                          r"workload\); write `param: pipeline\.split_size\.resnet50`\n"):
+    with pytest.raises(
+        ConfigError,
+        match=r"  - sweeps\.split_size\.param: 'pipeline\.split_sizes\.resnet50': "
+        r"pipeline\.split_sizes was merged into pipeline\.split_size \(one entry per "
+        r"workload\); write `param: pipeline\.split_size\.resnet50`\n",
+    ):
         load_params(write_params(base_params))
 
 
@@ -105,14 +127,24 @@ def test_a_curve_name_must_make_a_file_name(base_params, write_params):
 
 def test_a_sweep_writes_each_curve_and_picks_its_fastest_value(base_params, write_params, tmp_path, monkeypatch):
     sweep = load_params(write_params(base_params)).sweeps["split_size"]
-    points = [SweepPoint("single"), SweepPoint("model_parallel"),
-              *(SweepPoint(curve, value) for curve in ("gpipe", "1f1b") for value in (1, 4, 12, 24))]
+    points = [
+        SweepPoint("single"),
+        SweepPoint("model_parallel"),
+        *(SweepPoint(curve, value) for curve in ("gpipe", "1f1b") for value in (1, 4, 12, 24)),
+    ]
     distributed = {"engine": "distributed", "devices_virtual": True}
-    results = [ran(2.0, 1.9, 2.1), {"status": "skipped", "reason": "needs 2 devices\nmore"},
-               ran(5.0, 4.0, 6.0, distributed), ran(1.0, 0.9, 1.2, distributed), ran(1.5, 1.4, 1.6, distributed),
-               ran(3.0, 2.9, 3.1, distributed),
-               ran(4.0, 3.0, 5.0, distributed), {"status": "skipped", "reason": "1f1b needs micro-batches"},
-               ran(0.8, 0.7, 0.9, distributed), ran(1.6, 1.5, 1.7, distributed)]
+    results = [
+        ran(2.0, 1.9, 2.1),
+        {"status": "skipped", "reason": "needs 2 devices\nmore"},
+        ran(5.0, 4.0, 6.0, distributed),
+        ran(1.0, 0.9, 1.2, distributed),
+        ran(1.5, 1.4, 1.6, distributed),
+        ran(3.0, 2.9, 3.1, distributed),
+        ran(4.0, 3.0, 5.0, distributed),
+        {"status": "skipped", "reason": "1f1b needs micro-batches"},
+        ran(0.8, 0.7, 0.9, distributed),
+        ran(1.6, 1.5, 1.7, distributed),
+    ]
     monkeypatch.chdir(tmp_path)
     write_sweep("toy", sweep, "quick", points, results, StageTime(), machine_identity())
 
@@ -126,35 +158,53 @@ def test_a_sweep_writes_each_curve_and_picks_its_fastest_value(base_params, writ
     full = json.loads((tmp_path / "results/sweep/toy.json").read_text())
     assert full["curves"]["gpipe"]["speedup_vs_model_parallel"] is None
     assert full["reference_lines"]["model_parallel"] == {"skipped": "needs 2 devices\nmore"}
-    assert full["skipped"] == ["model_parallel pipeline.split_size.resnet50=None skipped: needs 2 devices",
-                               "1f1b pipeline.split_size.resnet50=4 skipped: 1f1b needs micro-batches"]
+    assert full["skipped"] == [
+        "model_parallel pipeline.split_size.resnet50=None skipped: needs 2 devices",
+        "1f1b pipeline.split_size.resnet50=4 skipped: 1f1b needs micro-batches",
+    ]
     assert "note" not in full["curves"]["gpipe"], "a distributed curve can overlap its stages"
     assert (tmp_path / "plots/figures/sweep-toy.png").stat().st_size > 10_000
 
 
-def test_an_inprocess_curve_on_the_cpu_says_its_stages_cannot_overlap(base_params, write_params, tmp_path,
-                                                                       monkeypatch):
+def test_an_inprocess_curve_on_the_cpu_says_its_stages_cannot_overlap(base_params, write_params, tmp_path, monkeypatch):
     sweep = load_params(write_params(base_params)).sweeps["split_size"]
     inprocess = {"engine": "inprocess", "devices_virtual": True}
     monkeypatch.chdir(tmp_path)
-    write_sweep("toy", sweep, "quick", [SweepPoint("single"), SweepPoint("inprocess", 2)],
-                [ran(1.0, 0.9, 1.1), ran(2.0, 1.9, 2.1, inprocess)], StageTime(), machine_identity())
+    write_sweep(
+        "toy",
+        sweep,
+        "quick",
+        [SweepPoint("single"), SweepPoint("inprocess", 2)],
+        [ran(1.0, 0.9, 1.1), ran(2.0, 1.9, 2.1, inprocess)],
+        StageTime(),
+        machine_identity(),
+    )
     curve = json.loads((tmp_path / "results/sweep/toy.json").read_text())["curves"]["inprocess"]
     assert "cannot overlap" in curve["note"] and curve["speedup"] == 0.5
 
 
-def test_a_sweep_that_cannot_run_on_this_hardware_records_why_and_still_writes_its_outputs(base_params, write_params,
-                                                                                          tmp_path, monkeypatch):
+def test_a_sweep_that_cannot_run_on_this_hardware_records_why_and_still_writes_its_outputs(
+    base_params, write_params, tmp_path, monkeypatch
+):
     """One device: no cell of the pipeline sweep can run; the stage still writes every output DVC expects."""
     sweep = load_params(write_params(base_params)).sweeps["split_size"]
     reason = {"status": "skipped", "reason": "pipeline cuts the model into one stage per device and needs at least 2"}
     monkeypatch.chdir(tmp_path)
-    write_sweep("toy", sweep, "quick", [SweepPoint("single"), SweepPoint("model_parallel"), SweepPoint("inprocess", 3)],
-                [ran(1.0, 0.9, 1.1), reason, reason], StageTime(), machine_identity())
+    write_sweep(
+        "toy",
+        sweep,
+        "quick",
+        [SweepPoint("single"), SweepPoint("model_parallel"), SweepPoint("inprocess", 3)],
+        [ran(1.0, 0.9, 1.1), reason, reason],
+        StageTime(),
+        machine_identity(),
+    )
     assert json.loads((tmp_path / "metrics/sweep/toy/inprocess.json").read_text()) == {"status": "skipped"}
     assert pd.read_csv(tmp_path / "plots/sweep/toy/inprocess.csv").empty
     full = json.loads((tmp_path / "results/sweep/toy.json").read_text())
     assert full["curves"]["inprocess"] == {"status": "skipped"}
-    assert full["skipped"][-1] == ("inprocess pipeline.split_size.resnet50=3 skipped: pipeline cuts the model into "
-                                   "one stage per device and needs at least 2")
+    assert full["skipped"][-1] == (
+        "inprocess pipeline.split_size.resnet50=3 skipped: pipeline cuts the model into "
+        "one stage per device and needs at least 2"
+    )
     assert (tmp_path / "plots/figures/sweep-toy.png").exists()

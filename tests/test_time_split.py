@@ -42,8 +42,12 @@ def measured(cell: Cell, out: Path) -> CellRuns:
 
 @pytest.mark.slow
 def test_every_cell_s_step_splits_into_parts_that_add_up_to_it(tmp_path):
-    cells = [Cell("fashion_mnist", "single"), Cell("fashion_mnist", "ddp"), Cell("fashion_mnist", "model_parallel"),
-             Cell("fashion_mnist", "single", copies=2)]
+    cells = [
+        Cell("fashion_mnist", "single"),
+        Cell("fashion_mnist", "ddp"),
+        Cell("fashion_mnist", "model_parallel"),
+        Cell("fashion_mnist", "single", copies=2),
+    ]
     entries = [measured(cell, tmp_path / f"{number}.json") for number, cell in enumerate(cells)]
     for entry in entries:
         run = entry.runs[0]
@@ -57,13 +61,15 @@ def test_every_cell_s_step_splits_into_parts_that_add_up_to_it(tmp_path):
     for label, figures in results.items():
         split = figures["time_split_s"]
         assert all(seconds >= 0 for seconds in split.values()), (label, split)
-        assert figures["time_split_vs_step"] == pytest.approx(sum(split.values()) / figures["step_time_s"]["median"]
-                                                              - 1)
+        assert figures["time_split_vs_step"] == pytest.approx(
+            sum(split.values()) / figures["step_time_s"]["median"] - 1
+        )
     assert set(results["ddp"]["time_split_s"]) == {"input", "compute", "communication", "optimizer", "idle"}
     assert results["ddp"]["gradient_allreduce_s"] > 0
     assert 0 <= results["ddp"]["communication_hidden_share"] <= 1
     assert set(results["single"]["time_split_s"]) == {"input", "compute", "optimizer", "idle"}
     assert results["single"]["time_split_s"]["idle"] == 0, "one process waits for nobody"
-    assert set(results["model_parallel"]["time_split_s"]) == {"input", "compute", "optimizer", "idle"}, \
+    assert set(results["model_parallel"]["time_split_s"]) == {"input", "compute", "optimizer", "idle"}, (
         "one process on one CPU moves nothing between its stages"
+    )
     assert results["ceiling"]["gradient_allreduce_s"] is None, "independent copies communicate nothing"

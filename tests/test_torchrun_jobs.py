@@ -48,16 +48,27 @@ def write_idx_folder(folder: Path) -> None:
 def stage(project: Path, *args: str, tag: str = "") -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT / "src"), "PARABENCH_TEST_TAG": tag}
     env.pop("PARABENCH_DATA_MIRROR", None)
-    return subprocess.Popen([sys.executable, str(PROJECT_ROOT / "stages" / args[0]), *args[1:]], cwd=project,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [sys.executable, str(PROJECT_ROOT / "stages" / args[0]), *args[1:]],
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def join(project: Path, node_rank: int) -> subprocess.Popen[str]:
     """The other node's command, run in `project` (its copy of the project)."""
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT / "src")}
-    return subprocess.Popen([sys.executable, "-m", "parabench.engine.join", "fashion_mnist", "--node-rank",
-                             str(node_rank)], cwd=project, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "parabench.engine.join", "fashion_mnist", "--node-rank", str(node_rank)],
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def finished(process: subprocess.Popen[str], limit_s: float = 300) -> tuple[int, str]:
@@ -65,8 +76,16 @@ def finished(process: subprocess.Popen[str], limit_s: float = 300) -> tuple[int,
     return process.returncode, output
 
 
-def make_project(folder: Path, max_restarts: int = 0, timeout_s: float = 60, prepared: Path | None = None,
-                 nodes: int = 1, join_timeout_s: float = 60, strategy: str = "ddp", engine: str = "inprocess") -> Path:
+def make_project(
+    folder: Path,
+    max_restarts: int = 0,
+    timeout_s: float = 60,
+    prepared: Path | None = None,
+    nodes: int = 1,
+    join_timeout_s: float = 60,
+    strategy: str = "ddp",
+    engine: str = "inprocess",
+) -> Path:
     """A working folder with params.yaml at a tiny scale (`strategy` on 2 CPU processes, the pipeline's `engine`;
     SGD with momentum, so that a resumed run needs its optimiser's state) and Fashion-MNIST prepared (by its own
     download and prepare stages, or copied from `prepared`)."""
@@ -81,9 +100,16 @@ def make_project(folder: Path, max_restarts: int = 0, timeout_s: float = 60, pre
         sweep.update(TINY_SWEEP, values={"tiny": [2]})
     params.update(scale="tiny", strategy=strategy)
     params["pipeline"]["engine"] = engine
-    params["hardware"].update(accelerator="cpu", devices=2 // nodes, threads=1, max_restarts=max_restarts,
-                              timeout_s=timeout_s, nodes=nodes, join_timeout_s=join_timeout_s,
-                              rendezvous=f"127.0.0.1:{free_port()}" if nodes > 1 else None)
+    params["hardware"].update(
+        accelerator="cpu",
+        devices=2 // nodes,
+        threads=1,
+        max_restarts=max_restarts,
+        timeout_s=timeout_s,
+        nodes=nodes,
+        join_timeout_s=join_timeout_s,
+        rendezvous=f"127.0.0.1:{free_port()}" if nodes > 1 else None,
+    )
     params["data"]["fashion_mnist"]["source"] = str(folder / "idx")
     (folder / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     write_idx_folder(folder / "idx")
@@ -103,8 +129,11 @@ def worker_pid(tag: str, rank: int) -> int | None:
             environ = dict(item.split("=", 1) for item in (entry / "environ").read_text().split("\0") if "=" in item)
         except (OSError, ValueError):
             continue
-        if (environ.get("PARABENCH_TEST_TAG") == tag and environ.get("RANK") == str(rank)
-                and "parabench.engine.worker" in (entry / "cmdline").read_text()):
+        if (
+            environ.get("PARABENCH_TEST_TAG") == tag
+            and environ.get("RANK") == str(rank)
+            and "parabench.engine.worker" in (entry / "cmdline").read_text()
+        ):
             return int(entry.name)
     return None
 
@@ -162,8 +191,9 @@ def prepared(straight_project: Path) -> Path:
     return straight_project / PREPARED
 
 
-def test_a_killed_rank_ends_the_job_named_and_the_rerun_resumes_to_the_same_parameters(tmp_path, tag, uninterrupted,
-                                                                                      prepared):
+def test_a_killed_rank_ends_the_job_named_and_the_rerun_resumes_to_the_same_parameters(
+    tmp_path, tag, uninterrupted, prepared
+):
     """ddp; fsdp's sharded checkpoint resumes alike (tests/test_training_loop.py, 2 gloo ranks without torchrun)."""
     project = make_project(tmp_path / "killed", prepared=prepared)
     run = stage(project, "train.py", "fashion_mnist", tag=tag)
@@ -172,7 +202,7 @@ def test_a_killed_rank_ends_the_job_named_and_the_rerun_resumes_to_the_same_para
     ended_after_s = time.monotonic() - killed_at
     print(f"killed rank: the job ended {ended_after_s:.1f} s after SIGKILL")
     assert status != 0 and ended_after_s < 10, f"ended {ended_after_s:.1f} s after the kill:\n{output}"
-    message = output[output.rindex("error: the worker(s)"):]
+    message = output[output.rindex("error: the worker(s)") :]
     assert "rank 1 (local rank 1) on host" in message and "was killed by SIGKILL first" in message, message
     assert re.search(rf"the last step rank 0 finished: epoch [12] of {EPOCHS}, step \d+ of 64", message), message
     assert not (project / MODEL).exists() and not (project / "results").exists(), "nothing half-written"
@@ -200,7 +230,7 @@ def test_a_hung_rank_is_caught_by_the_timeout_and_named(tmp_path, tag, prepared)
     stopped_at = hit_rank_after_first_epoch(project, tag, signal.SIGSTOP)
     status, output = finished(run, limit_s=120)
     ended_after_s = time.monotonic() - stopped_at
-    message = output[output.rindex("error: the worker(s)"):]
+    message = output[output.rindex("error: the worker(s)") :]
     assert status != 0 and "rank 0 stopped at epoch 2 step" in message, output  # rank 0 lived to say it
     assert "rank 1 still ran 5 s later (hung or stopped" in message, message
     print(f"hung rank: the job ended {ended_after_s:.1f} s after SIGSTOP (timeout_s {TIMEOUT_S})")
@@ -218,8 +248,9 @@ def train_on_two_nodes(project: Path) -> dict[str, Any]:
     return json.loads((project / "results/train/fashion_mnist.json").read_text())
 
 
-def test_two_nodes_on_loopback_train_to_the_parameters_of_one_node_with_two_processes(tmp_path, uninterrupted,
-                                                                                      prepared):
+def test_two_nodes_on_loopback_train_to_the_parameters_of_one_node_with_two_processes(
+    tmp_path, uninterrupted, prepared
+):
     project = make_project(tmp_path / "two-nodes", prepared=prepared, nodes=2)
     record = train_on_two_nodes(project)
     assert (record["environment"]["nodes"], record["processes"], record["replicas"]) == (2, 2, 2)
@@ -228,8 +259,9 @@ def test_two_nodes_on_loopback_train_to_the_parameters_of_one_node_with_two_proc
 
 def test_the_distributed_pipeline_over_two_nodes_runs_one_stage_per_process(tmp_path, prepared):
     """One process per node, one stage per process: the model is cut in two across the nodes (global rank = stage)."""
-    project = make_project(tmp_path / "two-node-pipeline", prepared=prepared, nodes=2, strategy="pipeline",
-                           engine="distributed")
+    project = make_project(
+        tmp_path / "two-node-pipeline", prepared=prepared, nodes=2, strategy="pipeline", engine="distributed"
+    )
     record = train_on_two_nodes(project)
     assert (record["environment"]["nodes"], record["processes"], record["devices"]) == (2, 2, 2)
     details = record["strategy_details"]
@@ -242,7 +274,7 @@ def test_a_node_that_does_not_come_is_named_after_the_join_timeout(tmp_path, pre
     started = time.monotonic()
     status, output = finished(stage(project, "train.py", "fashion_mnist"), limit_s=120)
     assert status != 0 and time.monotonic() - started < 60, output
-    message = output[output.rindex("error: "):]
+    message = output[output.rindex("error: ") :]
     assert "only 1 of 2 nodes joined the rendezvous within hardware.join_timeout_s" in message, message
     assert "python -m parabench.engine.join" in message
 

@@ -80,8 +80,9 @@ def test_fsdp_resumes_its_sharded_optimiser_state_to_the_uninterrupted_run(tmp_p
 def test_a_run_is_identified_by_what_shapes_its_math_and_timings_only():
     single = tiny_plan()
     other_split = single.model_copy(update={"setup": cpu_setup(split_size=4, batch_shape=(16, 1, 28, 28))})
-    assert run_description(other_split) == run_description(single), \
+    assert run_description(other_split) == run_description(single), (
         "single ignores the pipeline options: changing them must not discard its checkpoint"
+    )
     more_threads = single.model_copy(update={"setup": cpu_setup(threads=2, batch_shape=(16, 1, 28, 28))})
     assert run_description(more_threads) != run_description(single), "timings differ with the threads"
     pipeline = tiny_plan("pipeline", setup=cpu_setup(devices=2))
@@ -89,8 +90,9 @@ def test_a_run_is_identified_by_what_shapes_its_math_and_timings_only():
     assert run_description(resplit) != run_description(pipeline), "the pipeline's micro-batches shape its math"
     assert run_description(tiny_plan(epochs=5)) == run_description(tiny_plan(epochs=2)), "a longer run continues"
     cosine = {"lr_schedule": "cosine", "lr_warmup_epochs": 1}
-    assert run_description(tiny_plan(epochs=5, **cosine)) != run_description(tiny_plan(epochs=2, **cosine)), \
+    assert run_description(tiny_plan(epochs=5, **cosine)) != run_description(tiny_plan(epochs=2, **cosine)), (
         "a cosine schedule ends at the last epoch: a longer run is another run"
+    )
 
 
 def test_a_run_on_another_cpu_or_gpu_model_is_another_run(monkeypatch):
@@ -210,8 +212,11 @@ def test_a_checkpoint_write_that_fails_half_way_keeps_the_previous_one(tmp_path,
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(torch, "save", disk_full)
-    with pytest.raises(ParabenchError, match=r"checkpoint of epoch 2 .*No space left on device; the previous "
-                                             r"checkpoint is intact"):
+    with pytest.raises(
+        ParabenchError,
+        match=r"checkpoint of epoch 2 .*No space left on device; the previous "
+        r"checkpoint is intact",
+    ):
         fit(tiny_plan(epochs=2), CPU_PROCESS, separable_data(), path, "test data")
     assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.pt"]
     monkeypatch.setattr(torch, "save", real_save)

@@ -40,8 +40,9 @@ Root Cause (first observed failure):
 def test_the_first_failure_is_named_not_the_ranks_torchrun_stopped_after_it():
     killed = failure_message("train@x", 1, TORCHRUN_SUMMARY.format(exitcode="-9 (pid: 4344)  (SIGKILL)"))
     assert "rank 3 (local rank 1) on host node-b was killed by SIGKILL first" in killed and "train@x" in killed
-    failed = failure_message("train@x", 1, TORCHRUN_SUMMARY.format(exitcode="1 (pid: 4344)"),
-                             last_step="epoch 2 of 3, step 5 of 64")
+    failed = failure_message(
+        "train@x", 1, TORCHRUN_SUMMARY.format(exitcode="1 (pid: 4344)"), last_step="epoch 2 of 3, step 5 of 64"
+    )
     assert "rank 3 (local rank 1) on host node-b exited with status 1 first" in failed
     assert "the last step rank 0 finished: epoch 2 of 3, step 5 of 64" in failed
 
@@ -57,12 +58,15 @@ def script(tmp_path: Path, body: str) -> Path:
 
 
 def test_a_killed_rank_ends_the_job_with_its_name(tmp_path: Path):
-    worker = script(tmp_path, """\
+    worker = script(
+        tmp_path,
+        """\
         import os, signal, time
         if os.environ["RANK"] == "1":
             os.kill(os.getpid(), signal.SIGKILL)
         time.sleep(60)
-    """)
+    """,
+    )
     command = [*worker_command("unused", [], 2)[:-2], str(worker)]
     with pytest.raises(ParabenchError, match=r"rank 1 \(local rank 1\) on host \S+ was killed by SIGKILL first"):
         run_workers(command, 1, "test@killed")
@@ -87,8 +91,9 @@ def recorded(name: str) -> str:
 
 def without_lines(stderr: str, rank: int, containing: str = "") -> str:
     """The stderr less the lines of `rank` (its c10 prefix `[rankN]:`) that contain `containing`."""
-    return "\n".join(line for line in stderr.splitlines()
-                     if not (line.startswith(f"[rank{rank}]:") and containing in line))
+    return "\n".join(
+        line for line in stderr.splitlines() if not (line.startswith(f"[rank{rank}]:") and containing in line)
+    )
 
 
 def test_under_nccl_the_rank_that_never_reached_the_collective_is_named_not_the_one_torchrun_blames():
@@ -104,8 +109,10 @@ def test_under_nccl_the_rank_that_never_reached_the_collective_is_named_not_the_
 def test_of_four_ranks_the_one_that_never_came_is_named_and_the_three_that_waited_are_not():
     message = failure_message("train@allreduce", 1, recorded("nccl_timeout_4_ranks.txt"), hung=["0", "1", "2", "3"])
     assert "rank 2 did not reach the collective (SeqNum 1204, ALLREDUCE)" in message
-    assert "ranks 0, 1 and 3 waited in it until NCCL's watchdog timed it out; the workers still running 5 s later " \
-           "were killed" in message
+    assert (
+        "ranks 0, 1 and 3 waited in it until NCCL's watchdog timed it out; the workers still running 5 s later "
+        "were killed" in message
+    )
 
 
 def test_a_rank_whose_watchdog_had_not_fired_yet_waited_if_it_had_enqueued_the_collective():
@@ -140,12 +147,15 @@ def test_the_launcher_counts_nccls_watchdog_timeout_as_a_stop():
 
 def test_a_rank_hung_under_nccl_is_named_seconds_after_the_watchdog_fires(tmp_path: Path):
     watchdog = next(line for line in recorded("nccl_timeout_2_ranks.txt").splitlines() if "Watchdog caught" in line)
-    worker = script(tmp_path, f"""\
+    worker = script(
+        tmp_path,
+        f"""\
         import os, sys, time
         if os.environ["RANK"] == "0":  # waits in the all-reduce until NCCL's watchdog times it out
             print({watchdog!r}, file=sys.stderr, flush=True)
         time.sleep(60)  # rank 0: NCCL's wait before it aborts; rank 1: hung before the all-reduce
-    """)
+    """,
+    )
     command = [*worker_command("unused", [], 2)[:-2], str(worker)]
     started = time.monotonic()
     with pytest.raises(ParabenchError, match=r"rank 1 did not reach the collective \(SeqNum 389, ALLREDUCE\)"):

@@ -93,8 +93,10 @@ class SetRegression(Workload):
 
     def build_model(self, settings: SetSettings) -> nn.Sequential:
         return nn.Sequential(
-            nn.Sequential(nn.Linear(DIMS, 16), nn.Tanh()), SumOverItems(),
-            nn.Sequential(nn.Linear(16, 16), nn.Tanh()), nn.Sequential(nn.Linear(16, 1), nn.Flatten(0)),
+            nn.Sequential(nn.Linear(DIMS, 16), nn.Tanh()),
+            SumOverItems(),
+            nn.Sequential(nn.Linear(16, 16), nn.Tanh()),
+            nn.Sequential(nn.Linear(16, 1), nn.Flatten(0)),
         )
 
     def unit_shape(self, settings: SetSettings) -> tuple[int, ...]:
@@ -127,11 +129,21 @@ def registered(monkeypatch):
 
 def toy_plan(strategy: str, epochs: int = 3) -> RunPlan:
     setup = cpu_setup(devices=2, blocks=4, batch_shape=(16, SET_SIZE, DIMS))
-    settings = SetSettings(epochs=epochs, batch_size=16, lr=0.01, scaling="strong", warmup_steps=1, seed=0,
-                           head_lr_mult=10.0)
-    return RunPlan(role="train", workload_name=TOY.name, strategy_name=strategy, dataset=None, scale="tiny",
-                   settings=settings, setup=setup, replicas=STRATEGIES[strategy].data_replicas(setup),
-                   global_batch=16, lr=0.01)
+    settings = SetSettings(
+        epochs=epochs, batch_size=16, lr=0.01, scaling="strong", warmup_steps=1, seed=0, head_lr_mult=10.0
+    )
+    return RunPlan(
+        role="train",
+        workload_name=TOY.name,
+        strategy_name=strategy,
+        dataset=None,
+        scale="tiny",
+        settings=settings,
+        setup=setup,
+        replicas=STRATEGIES[strategy].data_replicas(setup),
+        global_batch=16,
+        lr=0.01,
+    )
 
 
 def train_rank(rank: int, world_size: int, strategy: str, out: Path) -> None:
@@ -147,8 +159,16 @@ def train_rank(rank: int, world_size: int, strategy: str, out: Path) -> None:
 def test_a_new_workload_trains_with_its_own_loss_tally_optimiser_and_schedule(tmp_path):
     train_rank(0, 1, "single", tmp_path)
     history = torch.load(tmp_path / "single.pt")["history"]
-    assert list(history[0]) == ["epoch", "train_loss", "train_abs_error", "test_mae", "test_mae_ci95", "step_time_s",
-                                "units_per_s", "other_cpu_share"]
+    assert list(history[0]) == [
+        "epoch",
+        "train_loss",
+        "train_abs_error",
+        "test_mae",
+        "test_mae_ci95",
+        "step_time_s",
+        "units_per_s",
+        "other_cpu_share",
+    ]
     assert history[-1]["train_loss"] < history[0]["train_loss"]
     assert history[-1]["test_mae"] < history[0]["test_mae"]
 
@@ -164,12 +184,27 @@ def test_parameter_groups_and_schedule_come_from_the_workload():
 
 
 def test_resume_restores_the_optimiser_and_the_schedule(tmp_path):
-    straight = fit(toy_plan("single", epochs=2), CPU_PROCESS, TOY.open(None, toy_plan("single").settings),
-                   tmp_path / "straight.ckpt", "test data")
-    fit(toy_plan("single", epochs=1), CPU_PROCESS, TOY.open(None, toy_plan("single").settings), tmp_path / "crash.ckpt",
-        "test data")
-    resumed = fit(toy_plan("single", epochs=2), CPU_PROCESS, TOY.open(None, toy_plan("single").settings),
-                  tmp_path / "crash.ckpt", "test data")
+    straight = fit(
+        toy_plan("single", epochs=2),
+        CPU_PROCESS,
+        TOY.open(None, toy_plan("single").settings),
+        tmp_path / "straight.ckpt",
+        "test data",
+    )
+    fit(
+        toy_plan("single", epochs=1),
+        CPU_PROCESS,
+        TOY.open(None, toy_plan("single").settings),
+        tmp_path / "crash.ckpt",
+        "test data",
+    )
+    resumed = fit(
+        toy_plan("single", epochs=2),
+        CPU_PROCESS,
+        TOY.open(None, toy_plan("single").settings),
+        tmp_path / "crash.ckpt",
+        "test data",
+    )
     assert resumed.resumed_after_epoch == 1
     for name, value in straight.state_dict.items():
         torch.testing.assert_close(resumed.state_dict[name], value, rtol=0, atol=0)
@@ -183,6 +218,9 @@ def test_ddp_on_two_ranks_equals_single(tmp_path):
     single, ddp = (torch.load(tmp_path / f"{name}.pt")["state"] for name in ("single", "ddp"))
     assert list(single) == list(ddp)
     for name in single:
-        torch.testing.assert_close(ddp[name], single[name], rtol=1e-5, atol=1e-5, msg=lambda m: f"{name}: {m}")
+        torch.testing.assert_close(
+            ddp[name], single[name], rtol=1e-5, atol=1e-5, msg=lambda m, name=name: f"{name}: {m}"
+        )
     assert torch.load(tmp_path / "ddp.pt")["history"][-1]["train_loss"] == pytest.approx(
-        torch.load(tmp_path / "single.pt")["history"][-1]["train_loss"], rel=1e-4)
+        torch.load(tmp_path / "single.pt")["history"][-1]["train_loss"], rel=1e-4
+    )

@@ -16,8 +16,12 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parents[1]
 REQUIREMENT = "-e.[test]"
 # pip's key -> uv's option; pip separates several values with whitespace, uv takes the option once per value
-OPTIONS = {"index-url": "--index-url", "extra-index-url": "--extra-index-url", "find-links": "--find-links",
-           "constraint": "--constraint"}
+OPTIONS = {
+    "index-url": "--index-url",
+    "extra-index-url": "--extra-index-url",
+    "find-links": "--find-links",
+    "constraint": "--constraint",
+}
 
 
 def pip_settings(python: Path) -> dict[str, str]:
@@ -51,8 +55,21 @@ def install_with_uv(python: Path, settings: dict[str, str]) -> bool:
     if "cert" in settings:
         env.setdefault("SSL_CERT_FILE", settings["cert"])
     # --compile-bytecode: as pip does; else, where PYTHONDONTWRITEBYTECODE is set, every process compiles torch again
-    done = subprocess.run([str(uv), "pip", "install", "--quiet", "--compile-bytecode", "--python", str(python),
-                           *uv_arguments(settings), REQUIREMENT], cwd=PROJECT, env=env)
+    done = subprocess.run(
+        [
+            str(uv),
+            "pip",
+            "install",
+            "--quiet",
+            "--compile-bytecode",
+            "--python",
+            str(python),
+            *uv_arguments(settings),
+            REQUIREMENT,
+        ],
+        cwd=PROJECT,
+        env=env,
+    )
     if done.returncode != 0:
         print("install: uv could not install the project; installing with pip", file=sys.stderr)
     return done.returncode == 0

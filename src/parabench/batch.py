@@ -25,5 +25,6 @@ class Batch:
 
     def to(self, device: torch.device) -> "Batch":
         """The batch on `device` (asynchronous where the device allows); unit seeds stay on the CPU."""
-        return Batch(self.inputs.to(device, non_blocking=True), self.targets.to(device, non_blocking=True),
-                     self.unit_seeds)
+        return Batch(
+            self.inputs.to(device, non_blocking=True), self.targets.to(device, non_blocking=True), self.unit_seeds
+        )

@@ -24,6 +24,9 @@ def stage_main(main: Callable[[], None]) -> None:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:
-        print(f"interrupted: {' '.join(sys.argv)}; run again to resume (a download continues from its partial file "
-              "in data/raw/.partial/, training from its last epoch checkpoint).", file=sys.stderr)
+        print(
+            f"interrupted: {' '.join(sys.argv)}; run again to resume (a download continues from its partial file "
+            "in data/raw/.partial/, training from its last epoch checkpoint).",
+            file=sys.stderr,
+        )
         sys.exit(130)

@@ -53,15 +53,21 @@ class PipelineParams(Strict):
             return raw
         shared = raw.get("split_size")
         if "split_sizes" in raw:
-            raise SettingProblem("split_sizes", "this key was merged into pipeline.split_size, which now holds one "
-                                 "micro-batch size per workload; write `split_size: "
-                                 f"{_merged_spelling(shared, raw['split_sizes'])}` under pipeline and delete "
-                                 "split_sizes")
+            raise SettingProblem(
+                "split_sizes",
+                "this key was merged into pipeline.split_size, which now holds one "
+                "micro-batch size per workload; write `split_size: "
+                f"{_merged_spelling(shared, raw['split_sizes'])}` under pipeline and delete "
+                "split_sizes",
+            )
         if isinstance(shared, int) and not isinstance(shared, bool):
-            raise SettingProblem("split_size", f"{shared} is one size for every workload, an old spelling: "
-                                 "split_size now holds one micro-batch size per workload; write `split_size: "
-                                 f"{_merged_spelling(shared, {})}` under pipeline (with dvc exp run: "
-                                 f"-S pipeline.split_size.<workload>={shared})")
+            raise SettingProblem(
+                "split_size",
+                f"{shared} is one size for every workload, an old spelling: "
+                "split_size now holds one micro-batch size per workload; write `split_size: "
+                f"{_merged_spelling(shared, {})}` under pipeline (with dvc exp run: "
+                f"-S pipeline.split_size.<workload>={shared})",
+            )
         return raw
 
     @field_validator("split_size")
@@ -73,14 +79,18 @@ class PipelineParams(Strict):
 
     def for_workload(self, workload: str) -> PipelineOptions:
         """The options a workload's pipeline runs with: the engine, the schedule and its own micro-batch size."""
-        return PipelineOptions(engine=self.engine, split_size=self.split_size[workload], schedule=self.schedule,
-                               split_size_key=f"pipeline.split_size.{workload}")
+        return PipelineOptions(
+            engine=self.engine,
+            split_size=self.split_size[workload],
+            schedule=self.schedule,
+            split_size_key=f"pipeline.split_size.{workload}",
+        )
 
 
 def _merged_spelling(shared: Any, own: Any) -> str:
     """The mapping the old keys' values make, in YAML's flow style: `shared` (an int, or already a mapping) for every
     workload, `own` (the old split_sizes) where it has an entry; <size> where neither gives one."""
-    entries: dict[str, Any] = {name: "<size>" for name in WORKLOADS}
+    entries: dict[str, Any] = dict.fromkeys(WORKLOADS, "<size>")
     entries.update(shared if isinstance(shared, dict) else {} if shared is None else dict.fromkeys(WORKLOADS, shared))
     entries.update(own if isinstance(own, dict) else {})
     return "{" + ", ".join(f"{name}: {size}" for name, size in entries.items()) + "}"
@@ -104,8 +114,9 @@ class CellTiming(Strict):
     @model_validator(mode="after")
     def _max_not_below_min(self) -> "CellTiming":
         if self.max_rounds < self.rounds:
-            raise ValueError(f"max_rounds {self.max_rounds} is below rounds {self.rounds}: set max_rounds to at least "
-                             f"{self.rounds}")
+            raise ValueError(
+                f"max_rounds {self.max_rounds} is below rounds {self.rounds}: set max_rounds to at least {self.rounds}"
+            )
         return self
 
 
@@ -142,8 +153,10 @@ class Sweep(CellTiming):
     def _not_an_old_spelling(cls, param: str) -> str:
         """pipeline.split_sizes.<workload> was merged into pipeline.split_size.<workload>: refused, naming the key."""
         if param.startswith("pipeline.split_sizes."):
-            raise ValueError("pipeline.split_sizes was merged into pipeline.split_size (one entry per workload); "
-                             f"write `param: {param.replace('split_sizes', 'split_size', 1)}`")
+            raise ValueError(
+                "pipeline.split_sizes was merged into pipeline.split_size (one entry per workload); "
+                f"write `param: {param.replace('split_sizes', 'split_size', 1)}`"
+            )
         return param
 
     @field_validator("curves")
@@ -168,8 +181,11 @@ class Sweep(CellTiming):
 
     def cells(self, scale: str) -> list[tuple[str, Any, dict[str, Any]]]:
         """(curve, value, params overrides) of each of its cells at `scale`, curve after curve, value after value."""
-        return [(curve, value, {self.param: value, **overrides}) for curve, overrides in self.curves.items()
-                for value in self.values_at(scale) or []]
+        return [
+            (curve, value, {self.param: value, **overrides})
+            for curve, overrides in self.curves.items()
+            for value in self.values_at(scale) or []
+        ]
 
 
 Scales = create_model(
@@ -179,7 +195,8 @@ Scales = create_model(
 )
 DATASET_NAMES = sorted({workload.dataset for workload in WORKLOADS.values() if workload.dataset is not None})
 DataSources = create_model(
-    "DataSources", __base__=Strict,
+    "DataSources",
+    __base__=Strict,
     timeout_s=(Annotated[float, Field(gt=0)], ...),  # one deadline for all of a download stage's fetches
     **{name: (DATASETS[name].source_model, ...) for name in DATASET_NAMES},
 )
@@ -207,8 +224,10 @@ class Params(Strict):
         check_workload_names(inputs)
         if not inputs:
             first = next(iter(WORKLOADS))
-            raise ValueError(f"no workload to run: list at least one of {', '.join(WORKLOADS)}, e.g. "
-                             f"`{first}: {next(iter(input_choices(first)))}`")
+            raise ValueError(
+                f"no workload to run: list at least one of {', '.join(WORKLOADS)}, e.g. "
+                f"`{first}: {next(iter(input_choices(first)))}`"
+            )
         for workload, value in inputs.items():
             problem = unreadable(workload, value)
             if problem:
@@ -223,29 +242,40 @@ class Params(Strict):
         for workload in WORKLOADS:
             by_scale = getattr(self.scales, workload)
             if self.scale not in by_scale:
-                raise SettingProblem("scale", f"{self.scale!r} is not defined for workload {workload!r}; choose one "
-                                     f"of: {', '.join(sorted(by_scale))} (keys of scales.{workload})")
+                raise SettingProblem(
+                    "scale",
+                    f"{self.scale!r} is not defined for workload {workload!r}; choose one "
+                    f"of: {', '.join(sorted(by_scale))} (keys of scales.{workload})",
+                )
             split_size, batch_size = self.pipeline.split_size[workload], self.settings(workload).batch_size
             if split_size > batch_size:
-                raise SettingProblem(f"pipeline.split_size.{workload}",
-                                     f"{split_size} is larger than scales.{workload}.{self.scale}.batch_size: "
-                                     f"{batch_size}, so a micro-batch could never be filled (checked whatever the "
-                                     "strategy, so that a later `-S strategy=pipeline` does not fail); set it to at "
-                                     f"most {batch_size}")
+                raise SettingProblem(
+                    f"pipeline.split_size.{workload}",
+                    f"{split_size} is larger than scales.{workload}.{self.scale}.batch_size: "
+                    f"{batch_size}, so a micro-batch could never be filled (checked whatever the "
+                    "strategy, so that a later `-S strategy=pipeline` does not fail); set it to at "
+                    f"most {batch_size}",
+                )
         for name, sweep in self.sweeps.items():
             if sweep.values_at(self.scale) is None:
-                raise SettingProblem(f"sweeps.{name}.values", f"no list for scale {self.scale!r}; add one, give one "
-                                     "list for every scale, or choose a scale among "
-                                     f"{', '.join(sorted(sweep.values))}")
+                raise SettingProblem(
+                    f"sweeps.{name}.values",
+                    f"no list for scale {self.scale!r}; add one, give one "
+                    "list for every scale, or choose a scale among "
+                    f"{', '.join(sorted(sweep.values))}",
+                )
         return self
 
     @model_validator(mode="after")
     def _several_nodes_meet_at_a_rendezvous(self) -> "Params":
         """hardware.nodes above 1 names where the nodes meet (hardware.rendezvous)."""
         if self.hardware.nodes > 1 and self.hardware.rendezvous is None:
-            raise SettingProblem("hardware.nodes", f"{self.hardware.nodes} needs hardware.rendezvous: the host:port of "
-                                 "this node (node 0), which the other nodes can reach, e.g. 10.0.0.1:29400; or set "
-                                 "hardware.nodes: 1")
+            raise SettingProblem(
+                "hardware.nodes",
+                f"{self.hardware.nodes} needs hardware.rendezvous: the host:port of "
+                "this node (node 0), which the other nodes can reach, e.g. 10.0.0.1:29400; or set "
+                "hardware.nodes: 1",
+            )
         return self
 
     def settings(self, workload: str) -> TrainSettings:
@@ -255,8 +285,9 @@ class Params(Strict):
     def sweep(self, name: str) -> Sweep:
         """The sweep `name` (a stage's argument), or an error listing the sweeps there are."""
         if name not in self.sweeps:
-            raise ConfigError(f"{PARAMS_FILE}: sweeps has no entry {name!r}; the sweeps are: "
-                              f"{', '.join(self.sweeps) or 'none'}.")
+            raise ConfigError(
+                f"{PARAMS_FILE}: sweeps has no entry {name!r}; the sweeps are: {', '.join(self.sweeps) or 'none'}."
+            )
         return self.sweeps[name]
 
     def dataset_read(self, workload: str) -> str | None:
@@ -274,8 +305,10 @@ def check_every_workload_once(entries: dict[str, Any], why: str, example: Callab
     check_workload_names(entries)
     missing = [name for name in WORKLOADS if name not in entries]
     if missing:
-        raise ValueError(f"no entry for {', '.join(missing)}: every workload needs one ({why}); add e.g. "
-                         f"`{missing[0]}: {example(missing[0])}`")
+        raise ValueError(
+            f"no entry for {', '.join(missing)}: every workload needs one ({why}); add e.g. "
+            f"`{missing[0]}: {example(missing[0])}`"
+        )
 
 
 def check_workload_names(entries: dict[str, Any]) -> None:
@@ -301,8 +334,10 @@ def unreadable(workload: str, value: str) -> str | None:
     choices = input_choices(workload)
     if value in choices:
         return None
-    described = [f"{choice} ({'that dataset' if dataset else 'random data drawn from the seed'})"
-                 for choice, dataset in choices.items()]
+    described = [
+        f"{choice} ({'that dataset' if dataset else 'random data drawn from the seed'})"
+        for choice, dataset in choices.items()
+    ]
     return f"{value!r} is not what {workload} can read; choose one of: {', '.join(described)}"
 
 
@@ -333,8 +368,9 @@ def validate_params(raw: dict[str, Any], where: str) -> Params:
     """Validate plain params values; `where` names their origin (the file, plus any overrides) in errors."""
     infinite = non_finite_keys(raw)
     if infinite:
-        raise ConfigError(f"{where}: {', '.join(infinite)}: inf and nan are not valid values for any setting; "
-                          "write a finite number.")
+        raise ConfigError(
+            f"{where}: {', '.join(infinite)}: inf and nan are not valid values for any setting; write a finite number."
+        )
     try:
         params = Params.model_validate(raw, strict=True)  # strict: YAML's true is not 1, 1.5 is not a whole number
     except ValidationError as err:
@@ -350,8 +386,10 @@ def with_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str, 
         section = changed
         for key in parents:
             if not isinstance(section.get(key), dict):
-                raise ConfigError(f"override {dotted}={value!r}: params.yaml has no section {key!r} there; "
-                                  "check the key's spelling against params.yaml.")
+                raise ConfigError(
+                    f"override {dotted}={value!r}: params.yaml has no section {key!r} there; "
+                    "check the key's spelling against params.yaml."
+                )
             section = section[key]
         section[leaf] = value
     return changed

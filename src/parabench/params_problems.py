@@ -71,8 +71,14 @@ def describe(problem: dict[str, Any], model: type[BaseModel]) -> str:
         expected = problem.get("ctx", {}).get("expected", "")
         return f"{given!r} is not valid; choose one of: {expected}"
     if kind in ("int_type", "float_type", "bool_type", "string_type", "list_type", "dict_type"):
-        wanted = {"int_type": "a whole number", "float_type": "a number", "bool_type": "true or false",
-                  "string_type": "a string", "list_type": "a list", "dict_type": "a mapping"}[kind]
+        wanted = {
+            "int_type": "a whole number",
+            "float_type": "a number",
+            "bool_type": "true or false",
+            "string_type": "a string",
+            "list_type": "a list",
+            "dict_type": "a mapping",
+        }[kind]
         return f"{given!r} ({type(given).__name__}) is not {wanted}; write {wanted} (a boolean is not a number)"
     message = problem["msg"].removeprefix("Value error, ")
     return message if isinstance(given, dict) else f"{given!r}: {message}"  # a section's rule names its own keys

@@ -46,8 +46,13 @@ def paired_difference(run: Tensor, reference: Tensor) -> dict[str, float | int |
         raise ValueError(f"paired scores need the same items: {tuple(run.shape)} against {tuple(reference.shape)}")
     delta, half_width = mean_and_interval(run.double() - reference.double())
     binary = bool(torch.isin(torch.cat([run, reference]), torch.tensor([0.0, 1.0], dtype=run.dtype)).all())
-    return {"delta": delta, "ci95_low": delta - half_width, "ci95_high": delta + half_width, "items": len(run),
-            "mcnemar_p": mcnemar_p(run, reference) if binary else None}
+    return {
+        "delta": delta,
+        "ci95_low": delta - half_width,
+        "ci95_high": delta + half_width,
+        "items": len(run),
+        "mcnemar_p": mcnemar_p(run, reference) if binary else None,
+    }
 
 
 def in_words(comparison: dict[str, float | int | None], run: str, reference: str) -> str:
@@ -80,8 +85,9 @@ def median_interval(rounds: list[list[float]], seed: int = 0) -> tuple[float, fl
     return float(np.median(np.concatenate([np.asarray(steps) for steps in rounds]))), float(low), float(high)
 
 
-def ratio_interval(numerator: list[list[float]], denominator: list[list[float]],
-                   seed: int = 0) -> tuple[float, float, float]:
+def ratio_interval(
+    numerator: list[list[float]], denominator: list[list[float]], seed: int = 0
+) -> tuple[float, float, float]:
     """median(numerator) / median(denominator) of two cells' step times, with its 95% bootstrap interval: each cell
     resampled on its own, round by round."""
     generator = np.random.default_rng(seed)

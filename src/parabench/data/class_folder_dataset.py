@@ -70,4 +70,3 @@ class ClassFolderDataset(Dataset):
             splits[split] = SplitArrays(images[start : start + len(labels)], labels, scanned.classes)
             start += len(labels)
         return Decoded(splits, LAYOUT_NAME)
-

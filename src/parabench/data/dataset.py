@@ -100,7 +100,7 @@ class Dataset(ABC):
         """The published files a download fetches (all of them, unless the section picks some)."""
         return self.resources
 
-    def unpack(self, raw_dir: Path, section: DataSource) -> None:
+    def unpack(self, raw_dir: Path, section: DataSource) -> None:  # noqa: B027 (an optional hook)
         """Turn the fetched files into the raw layout (e.g. extract an archive); nothing to do by default."""
 
     def holds_stand_in(self, mirror_dir: Path, section: DataSource) -> bool:
@@ -229,8 +229,9 @@ class Dataset(ABC):
                 shutil.copyfile(path, target)
                 if target.parent == staging and target.name in first_use:
                     record_sha256(staging, target.name, file_sha256(target))
-            return record_origin(staging, dataset=self.name, kind=kind, source=str(folder), verified=False,
-                                 detail=detail)
+            return record_origin(
+                staging, dataset=self.name, kind=kind, source=str(folder), verified=False, detail=detail
+            )
 
     def _fetch_official(self, raw_dir: Path, section: DataSource, mirror_dir: Path | None) -> Origin:
         """Fetch the published files (mirror first), unpack them, and record how far they were verified; on failure

@@ -385,8 +385,15 @@ def _download_once(url: str, part: Path, timeout_s: float) -> None:
         received = 0
         with (
             part.open("ab" if resuming else "wb") as out,
-            tqdm(total=int(expected) if expected else None, initial=0, unit="B", unit_scale=True, leave=False,
-                 desc=part.name.removesuffix(".part"), disable=None) as progress,
+            tqdm(
+                total=int(expected) if expected else None,
+                initial=0,
+                unit="B",
+                unit_scale=True,
+                leave=False,
+                desc=part.name.removesuffix(".part"),
+                disable=None,
+            ) as progress,
         ):
             while chunk := response.read(CHUNK_BYTES):
                 out.write(chunk)

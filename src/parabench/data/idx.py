@@ -40,8 +40,10 @@ def read_idx(path: Path, max_data_bytes: int) -> np.ndarray:
         dims = struct.unpack(f">{ndim}I", shape_bytes)
         expected = math.prod(dims)
         if expected > max_data_bytes:
-            raise DataError(f"{path} declares shape {dims} ({expected:,} bytes), more than this dataset's "
-                            f"{max_data_bytes:,}; it is not the file expected (refused before decompressing it)")
+            raise DataError(
+                f"{path} declares shape {dims} ({expected:,} bytes), more than this dataset's "
+                f"{max_data_bytes:,}; it is not the file expected (refused before decompressing it)"
+            )
         data = _read_up_to(path, stream, expected + 1)
     if len(data) < expected:
         raise DataError(f"{path} is truncated: shape {dims} needs {expected} data bytes, found {len(data)}")

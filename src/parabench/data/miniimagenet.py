@@ -118,8 +118,9 @@ class MiniImagenet(Dataset):
         problems = {layout: self._layout_problems(folder, layout) for layout in (section.layout, other)}
         complete = [layout for layout, lacks in problems.items() if not lacks]
         if not complete:
-            lacks = "; ".join(f"for the {layout} layout it lacks {', '.join(names)}" for layout, names in
-                              problems.items())
+            lacks = "; ".join(
+                f"for the {layout} layout it lacks {', '.join(names)}" for layout, names in problems.items()
+            )
             raise DataError(
                 f"{folder} holds miniImageNet in neither layout: {lacks}. It must hold {self.folder_layout}. "
                 f"To fix: {to_fix}"
@@ -164,13 +165,23 @@ class MiniImagenet(Dataset):
             low, high = min(per_class, default=0), max(per_class, default=0)
             per_class_text = str(low) if low == high else f"{low} to {high}"
             official = sum(provenance.official_counts.values())
-            phrases = [(f"miniImageNet SAMPLE: {total:,} of the official {official:,} images",
-                        f"{classes} classes, {per_class_text} per class")]
+            phrases = [
+                (
+                    f"miniImageNet SAMPLE: {total:,} of the official {official:,} images",
+                    f"{classes} classes, {per_class_text} per class",
+                )
+            ]
         if provenance.official_split_files is True:
             phrases.append((", the official split files", ""))
         elif provenance.official_split_files is False:
-            phrases.append((", split files other than the official ones" if provenance.complete
-                            else ", split files cut to match", ""))
+            phrases.append(
+                (
+                    ", split files other than the official ones"
+                    if provenance.complete
+                    else ", split files cut to match",
+                    "",
+                )
+            )
         return tuple(phrases)
 
     def _layout_files(self, layout: Layout) -> tuple[RemoteFile, ...]:
@@ -201,8 +212,9 @@ class MiniImagenet(Dataset):
         images_dir = raw_dir / IMAGES_DIR
         present: dict[str, list[tuple[str, str]]] = {}
         for split, split_rows in rows.items():
-            present[split] = sorted((row for row in split_rows if (images_dir / row[0]).is_file()),
-                                    key=lambda row: (row[1], row[0]))
+            present[split] = sorted(
+                (row for row in split_rows if (images_dir / row[0]).is_file()), key=lambda row: (row[1], row[0])
+            )
             problems += [
                 f"{images_dir / name} is missing (listed in {split}.csv)"
                 for name, _ in sorted(set(split_rows) - set(present[split]))

@@ -60,8 +60,9 @@ class Provenance(BaseModel):
     @property
     def official_counts(self) -> dict[str, int]:
         """Images per split in the official set."""
-        return {split: classes * self.official_images_per_class[split] for split, classes in
-                self.official_classes.items()}
+        return {
+            split: classes * self.official_images_per_class[split] for split, classes in self.official_classes.items()
+        }
 
     @property
     def complete(self) -> bool:
@@ -74,9 +75,7 @@ class Provenance(BaseModel):
         )
 
 
-def record_origin(
-    raw_dir: Path, *, dataset: str, kind: OriginKind, source: str, verified: bool, detail: str
-) -> Origin:
+def record_origin(raw_dir: Path, *, dataset: str, kind: OriginKind, source: str, verified: bool, detail: str) -> Origin:
     """Write raw_dir/origin.json atomically and return what it says."""
     origin = Origin(dataset=dataset, kind=kind, source=source, verified=verified, detail=detail)
     write_json(raw_dir / ORIGIN_FILE, origin.model_dump())

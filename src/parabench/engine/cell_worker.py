@@ -81,8 +81,7 @@ def serve(inbox: Path) -> None:
         reset_between_cells(plan, process)
         if dist.is_initialized():
             dist.barrier()
-        measure_cell(plan, process, open_data(plan), command["warmup"], command["steps"],
-                     Path(command["out"]))
+        measure_cell(plan, process, open_data(plan), command["warmup"], command["steps"], Path(command["out"]))
     stop()
 
 

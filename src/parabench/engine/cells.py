@@ -75,8 +75,14 @@ def plan_cell(raw_params: dict[str, Any], cell: Cell) -> CellRuns:
     where = f"{PARAMS_FILE} with {dict(cell.overrides)}" if cell.overrides else str(PARAMS_FILE)
     params = validate_params(with_overrides(raw_params, dict(cell.overrides)), where)
     try:
-        plan = make_plan(params, cell.workload, "benchmark", strategy_name=cell.strategy,
-                         machine=this_node(resolve(params.hardware)), copies=cell.copies)
+        plan = make_plan(
+            params,
+            cell.workload,
+            "benchmark",
+            strategy_name=cell.strategy,
+            machine=this_node(resolve(params.hardware)),
+            copies=cell.copies,
+        )
     except (StrategyUnavailable, ConfigError) as reason:
         log.warning("%s on %s skipped: %s", cell.label, cell.workload, reason)
         return CellRuns(cell, None, skipped_reason=str(reason))
@@ -108,9 +114,14 @@ class StageTime:
     def shares(self) -> dict[str, float | int]:
         """The seconds and the shares of the wall time, as results record them."""
         wall = self.wall_s or float("nan")
-        return {"wall_s": self.wall_s, "start_up_s": self.start_up_s, "timed_steps_s": self.timed_steps_s,
-                "start_up_share": self.start_up_s / wall, "timed_steps_share": self.timed_steps_s / wall,
-                "jobs_started": self.jobs_started}
+        return {
+            "wall_s": self.wall_s,
+            "start_up_s": self.start_up_s,
+            "timed_steps_s": self.timed_steps_s,
+            "start_up_share": self.start_up_s / wall,
+            "timed_steps_share": self.timed_steps_s / wall,
+            "jobs_started": self.jobs_started,
+        }
 
 
 def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTime:
@@ -127,8 +138,11 @@ def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTi
         tqdm(total=timing.rounds * len(runnable), unit="cell", desc="cells", disable=None) as progress,
     ):
         for round_index in range(timing.max_rounds):
-            due = [entry for entry in interleaved(runnable, round_index)
-                   if round_index < timing.rounds or not precise(entry, timing.precision)]
+            due = [
+                entry
+                for entry in interleaved(runnable, round_index)
+                if round_index < timing.rounds or not precise(entry, timing.precision)
+            ]
             if not due:
                 break
             if round_index >= timing.rounds:
@@ -142,8 +156,14 @@ def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTi
                 progress.update()
     stage.start_up_s, stage.jobs_started = jobs.start_up_s, jobs.started
     stage.wall_s = time.monotonic() - began
-    log.info("%s: %.0f s, %.0f%% starting workers (%d jobs), %.0f%% in timed steps", what, stage.wall_s,
-             100 * stage.start_up_s / stage.wall_s, stage.jobs_started, 100 * stage.timed_steps_s / stage.wall_s)
+    log.info(
+        "%s: %.0f s, %.0f%% starting workers (%d jobs), %.0f%% in timed steps",
+        what,
+        stage.wall_s,
+        100 * stage.start_up_s / stage.wall_s,
+        stage.jobs_started,
+        100 * stage.timed_steps_s / stage.wall_s,
+    )
     return stage
 
 
@@ -158,21 +178,36 @@ class MeasuredCells:
 
 def write_cell_runs(path: Path, planned: list[CellRuns], stage: StageTime) -> None:
     """Every cell's plan (or why it was skipped) and its runs, the stage's time and this machine's identity."""
-    write_json(path, {
-        "environment": machine_identity(),
-        "stage": asdict(stage),
-        "cells": [{"cell": asdict(entry.cell), "plan": entry.plan.model_dump(mode="json") if entry.plan else None,
-                   "skipped_reason": entry.skipped_reason, "runs": entry.runs} for entry in planned],
-    })
+    write_json(
+        path,
+        {
+            "environment": machine_identity(),
+            "stage": asdict(stage),
+            "cells": [
+                {
+                    "cell": asdict(entry.cell),
+                    "plan": entry.plan.model_dump(mode="json") if entry.plan else None,
+                    "skipped_reason": entry.skipped_reason,
+                    "runs": entry.runs,
+                }
+                for entry in planned
+            ],
+        },
+    )
 
 
 def read_cell_runs(path: Path) -> MeasuredCells:
     """What write_cell_runs wrote."""
     measured = read_json(path)
-    cells = [CellRuns(Cell(**{**entry["cell"], "overrides": tuple(tuple(pair) for pair in entry["cell"]["overrides"])}),
-                      RunPlan.model_validate(entry["plan"]) if entry["plan"] else None, entry["skipped_reason"],
-                      entry["runs"])
-             for entry in measured["cells"]]
+    cells = [
+        CellRuns(
+            Cell(**{**entry["cell"], "overrides": tuple(tuple(pair) for pair in entry["cell"]["overrides"])}),
+            RunPlan.model_validate(entry["plan"]) if entry["plan"] else None,
+            entry["skipped_reason"],
+            entry["runs"],
+        )
+        for entry in measured["cells"]
+    ]
     return MeasuredCells(cells, StageTime(**measured["stage"]), measured["environment"])
 
 
@@ -181,8 +216,9 @@ def benchmark_cells(workload: str, strategies: list[str], devices: int) -> list[
     the rotation allows), plus `devices` copies of `single` side by side: what the shared machine allows."""
     cells = [Cell(workload, strategy) for strategy in strategies]
     if "single" in strategies:
-        cells.insert(min(len(cells), strategies.index("single") + (len(cells) + 1) // 2),
-                     Cell(workload, "single", control=True))
+        cells.insert(
+            min(len(cells), strategies.index("single") + (len(cells) + 1) // 2), Cell(workload, "single", control=True)
+        )
     if devices > 1:
         cells.append(Cell(workload, "single", copies=devices))
     return cells
@@ -204,8 +240,10 @@ class SweepPoint:
 def sweep_cells(sweep: Sweep, scale: str) -> list[tuple[SweepPoint, Cell]]:
     """The reference lines first, then every curve's cells in the order of the scale's values."""
     points = [(SweepPoint(strategy), Cell(sweep.workload, strategy)) for strategy in REFERENCE_LINES]
-    points += [(SweepPoint(curve, value), Cell(sweep.workload, sweep.strategy, tuple(overrides.items())))
-               for curve, value, overrides in sweep.cells(scale)]
+    points += [
+        (SweepPoint(curve, value), Cell(sweep.workload, sweep.strategy, tuple(overrides.items())))
+        for curve, value, overrides in sweep.cells(scale)
+    ]
     return points
 
 

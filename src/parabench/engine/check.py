@@ -28,10 +28,16 @@ def check_all(params: Params) -> list[str]:
         for role in ROLES:
             make_plan(params, workload_name, role, machine=machine)
     raw = params.model_dump()
-    planned = [(f"benchmark@{workload_name}", entry) for workload_name in params.inputs
-               for entry in plan_benchmark(raw, workload_name, params.benchmark.strategies, machine.devices)]
-    planned += [(f"sweep@{name}", entry) for name, sweep in params.sweeps.items()
-                for _, entry in plan_sweep(raw, sweep, params.scale)]
+    planned = [
+        (f"benchmark@{workload_name}", entry)
+        for workload_name in params.inputs
+        for entry in plan_benchmark(raw, workload_name, params.benchmark.strategies, machine.devices)
+    ]
+    planned += [
+        (f"sweep@{name}", entry)
+        for name, sweep in params.sweeps.items()
+        for _, entry in plan_sweep(raw, sweep, params.scale)
+    ]
     return [f"{stage}: {entry.cell.label}: {entry.skipped_reason}" for stage, entry in planned if entry.plan is None]
 
 
@@ -40,8 +46,11 @@ def check() -> None:
     params = load_params()
     skipped = check_all(params)
     if skipped:
-        log.info("%d benchmark or sweep cell(s) cannot run on this hardware (the warnings above say why): their stages "
-                 "will record them as skipped and go on", len(skipped))
+        log.info(
+            "%d benchmark or sweep cell(s) cannot run on this hardware (the warnings above say why): their stages "
+            "will record them as skipped and go on",
+            len(skipped),
+        )
     sources = {dataset: params.data_source(dataset) for dataset in DATASET_NAMES}
     if any(source.source == "download" for source in sources.values()):
         mirror_root()  # a mirror variable naming no folder stops here, not file by file in the download stages

@@ -33,10 +33,15 @@ def run_description(plan: RunPlan) -> dict[str, Any]:
     machine = plan.machine
     return {
         **plan.describe(),
-        "machine": {"accelerator": machine.accelerator, "backend": machine.backend, "cores": machine.cores,
-                    "threads": plan.threads, "cpu_model": cpu_model(),
-                    "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-                    "gpus": gpu_names() if machine.accelerator == "cuda" else []},
+        "machine": {
+            "accelerator": machine.accelerator,
+            "backend": machine.backend,
+            "cores": machine.cores,
+            "threads": plan.threads,
+            "cpu_model": cpu_model(),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "gpus": gpu_names() if machine.accelerator == "cuda" else [],
+        },
         "settings": plan.settings.model_dump(exclude={"epochs"} if plan.settings.lr_schedule == "constant" else set()),
         **{section: getattr(plan.setup, section).model_dump() for section in plan.strategy.options},
     }
@@ -77,8 +82,14 @@ def load(path: Path, expected_fingerprint: str, data_id: str, process: Process) 
             log.info("ignoring %s: it belongs to a run with other settings", path)
         elif candidate.get("data") != data_id:
             aside = _set_aside(path, "other-data")
-            log.warning("checkpoint %s was trained on other data (digest %s; this run reads %s): moved it to %s and "
-                        "training starts from scratch", path, candidate.get("data", "not recorded"), data_id, aside)
+            log.warning(
+                "checkpoint %s was trained on other data (digest %s; this run reads %s): moved it to %s and "
+                "training starts from scratch",
+                path,
+                candidate.get("data", "not recorded"),
+                data_id,
+                aside,
+            )
         else:
             state = candidate
             log.info("resuming from %s after epoch %d", path, candidate["epoch"])
@@ -105,6 +116,11 @@ def _read_or_set_aside(path: Path) -> dict[str, Any] | None:
         return candidate
     except UNREADABLE as err:
         aside = _set_aside(path, "corrupt")
-        log.warning("checkpoint %s is unreadable (%s: %s); moved it to %s and training starts from scratch",
-                    path, type(err).__name__, str(err).splitlines()[0] if str(err) else "", aside)
+        log.warning(
+            "checkpoint %s is unreadable (%s: %s); moved it to %s and training starts from scratch",
+            path,
+            type(err).__name__,
+            str(err).splitlines()[0] if str(err) else "",
+            aside,
+        )
         return None

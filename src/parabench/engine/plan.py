@@ -136,8 +136,14 @@ def strategy_of(params: Params, role: Role) -> str:
     return params.strategy if role == "train" else params.reference.strategy
 
 
-def make_plan(params: Params, workload_name: str, role: Role, strategy_name: str | None = None,
-              machine: Machine | None = None, copies: int = 1) -> RunPlan:
+def make_plan(
+    params: Params,
+    workload_name: str,
+    role: Role,
+    strategy_name: str | None = None,
+    machine: Machine | None = None,
+    copies: int = 1,
+) -> RunPlan:
     """Resolve one run; raise ConfigError or StrategyUnavailable naming the key to change.
 
     The strategy is the role's unless `strategy_name` names one (the benchmark runs each of its list).
@@ -164,9 +170,19 @@ def make_plan(params: Params, workload_name: str, role: Role, strategy_name: str
     replicas = strategy.data_replicas(setup) * copies
     global_batch, lr = batch_and_lr(params, workload_name, replicas, f"{STRATEGY_KEYS[role]}={strategy.name}")
     strategy.check(setup, global_batch)
-    plan = RunPlan(role=role, workload_name=workload_name, strategy_name=strategy.name,
-                   dataset=params.dataset_read(workload_name), scale=params.scale, settings=settings, setup=setup,
-                   replicas=replicas, global_batch=global_batch, lr=lr, copies=copies)
+    plan = RunPlan(
+        role=role,
+        workload_name=workload_name,
+        strategy_name=strategy.name,
+        dataset=params.dataset_read(workload_name),
+        scale=params.scale,
+        settings=settings,
+        setup=setup,
+        replicas=replicas,
+        global_batch=global_batch,
+        lr=lr,
+        copies=copies,
+    )
     _check_processes_fit(plan, params.hardware.oversubscribe)
     return plan
 
@@ -192,6 +208,7 @@ def devices_sharing_the_batch(setup: StrategySetup, strategy: Strategy, run: str
     """`hardware.devices: auto` under strong scaling: a data-parallel strategy takes, of the node's devices, the most
     among whose replicas the global batch divides (say so when that is fewer than all); a batch that no count
     divides is left to the plan's error."""
+
     def on(devices: int) -> StrategySetup:
         """The setup with `devices` per node."""
         return setup.model_copy(update={"machine": setup.machine.model_copy(update={"devices": devices})})
@@ -201,10 +218,12 @@ def devices_sharing_the_batch(setup: StrategySetup, strategy: Strategy, run: str
     if devices is None:
         return setup
     if devices < most:
-        warn_once(f"{run}: the global batch of {batch} divides among at most {strategy.data_replicas(on(devices))} "
-                  f"data-parallel replicas, so it runs on {devices} of each node's {most} devices "
-                  f"(hardware.devices: auto); a batch_size that is a multiple of {strategy.data_replicas(setup)} "
-                  "would use them all.")
+        warn_once(
+            f"{run}: the global batch of {batch} divides among at most {strategy.data_replicas(on(devices))} "
+            f"data-parallel replicas, so it runs on {devices} of each node's {most} devices "
+            f"(hardware.devices: auto); a batch_size that is a multiple of {strategy.data_replicas(setup)} "
+            "would use them all."
+        )
     return on(devices)
 
 
@@ -213,11 +232,15 @@ def copies_sharing_the_batch(batch: int, copies: int, run: str) -> int:
     among which the batch divides (at least 2: one copy is `single` itself)."""
     fitting = most_dividing(batch, copies, lambda count: count) or 1
     if fitting < 2:
-        raise StrategyUnavailable(f"{run}: the global batch of {batch} divides among no 2 to {copies} side-by-side "
-                                  "copies; set the workload's batch_size to an even number to time them.")
+        raise StrategyUnavailable(
+            f"{run}: the global batch of {batch} divides among no 2 to {copies} side-by-side "
+            "copies; set the workload's batch_size to an even number to time them."
+        )
     if fitting < copies:
-        warn_once(f"{run}: the global batch of {batch} divides among at most {fitting} copies, so {fitting} run side "
-                  f"by side (hardware.devices: auto), as many as its data-parallel runs use.")
+        warn_once(
+            f"{run}: the global batch of {batch} divides among at most {fitting} copies, so {fitting} run side "
+            f"by side (hardware.devices: auto), as many as its data-parallel runs use."
+        )
     return fitting
 
 
@@ -257,8 +280,7 @@ def _check_machine(machine: Machine) -> None:
     """The rules about this machine: the accelerator and device count it has, and a backend that serves them."""
     if machine.accelerator == "cuda" and not torch.cuda.is_available():
         raise ConfigError(
-            f"{PARAMS_FILE}: hardware.accelerator: 'cuda' but torch sees no CUDA device here; "
-            "set it to auto or cpu."
+            f"{PARAMS_FILE}: hardware.accelerator: 'cuda' but torch sees no CUDA device here; set it to auto or cpu."
         )
     if machine.accelerator == "cuda" and machine.devices > torch.cuda.device_count():
         raise ConfigError(

@@ -21,8 +21,9 @@ class StepClock:
     after the last mark (the closing synchronisation) is counted in the last phase, so a step's phases add up to it.
     """
 
-    def __init__(self, devices: Sequence[torch.device], warmup_steps: int, kept: list[float] | None = None,
-                 phases: bool = False):
+    def __init__(
+        self, devices: Sequence[torch.device], warmup_steps: int, kept: list[float] | None = None, phases: bool = False
+    ):
         self.devices = tuple(devices)
         self.warmup_left = warmup_steps
         self.durations: list[float] = list(kept or [])

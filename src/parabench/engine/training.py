@@ -61,8 +61,9 @@ def steps_per_epoch(num_units: int, global_batch: int) -> int:
     return num_units // global_batch
 
 
-def epoch_batches(data: WorkloadData, global_batch: int, shard_index: int, shard_count: int, seed: int,
-                  epoch: int) -> Iterator[Batch]:
+def epoch_batches(
+    data: WorkloadData, global_batch: int, shard_index: int, shard_count: int, seed: int, epoch: int
+) -> Iterator[Batch]:
     """This replica's batches of one epoch, assembled on the CPU one at a time as they are asked for, each unit
     with its own augmentation seed where the workload augments."""
     for indices in shard_batches(data.train_units, global_batch // shard_count, shard_index, shard_count, seed, epoch):
@@ -73,8 +74,11 @@ def epoch_batches(data: WorkloadData, global_batch: int, shard_index: int, shard
 def unit_seeds(seed: int, epoch: int, indices: torch.Tensor) -> torch.Tensor:
     """One seed per unit, a pure function of (run seed, epoch, unit index): a run repeats exactly, and a unit's
     augmentation does not depend on the replica, micro-batch or process count that trains it."""
-    states = np.fromiter((np.random.SeedSequence([seed, epoch, index]).generate_state(1, np.uint64)[0]
-                          for index in indices.tolist()), dtype=np.uint64, count=len(indices))
+    states = np.fromiter(
+        (np.random.SeedSequence([seed, epoch, index]).generate_state(1, np.uint64)[0] for index in indices.tolist()),
+        dtype=np.uint64,
+        count=len(indices),
+    )
     return torch.from_numpy((states >> np.uint64(1)).astype(np.int64))
 
 
@@ -100,8 +104,9 @@ class Trainer:
     schedule: torch.optim.lr_scheduler.LRScheduler | None
 
 
-def build_trainer(plan: RunPlan, process: Process, steps_per_epoch: int,
-                  model_state: dict[str, Tensor] | None = None) -> Trainer:
+def build_trainer(
+    plan: RunPlan, process: Process, steps_per_epoch: int, model_state: dict[str, Tensor] | None = None
+) -> Trainer:
     """Seed, build the plain model (from `model_state`, or initialised by the workload), apply the strategy,
     then the workload's optimiser over its parameter groups, named as in the plain model, and its schedule over
     the run's epochs of `steps_per_epoch` steps."""
@@ -114,13 +119,15 @@ def build_trainer(plan: RunPlan, process: Process, steps_per_epoch: int,
         model.load_state_dict(model_state)
     parallel = plan.strategy.apply(model, process, plan.setup)
     groups = workload.param_groups(parallel.named_parameters(), settings)
-    optimizer = workload.optimizer([{"params": group.params, "lr": plan.lr * group.lr_scale} for group in groups],
-                                   settings)
+    optimizer = workload.optimizer(
+        [{"params": group.params, "lr": plan.lr * group.lr_scale} for group in groups], settings
+    )
     return Trainer(parallel, optimizer, workload.lr_schedule(optimizer, settings, steps_per_epoch))
 
 
-def optimizer_step(trainer: Trainer, data: WorkloadData, batch: Batch,
-                   mark: Callable[[str], None] = lambda phase: None) -> tuple[StepResult, Tensor]:
+def optimizer_step(
+    trainer: Trainer, data: WorkloadData, batch: Batch, mark: Callable[[str], None] = lambda phase: None
+) -> tuple[StepResult, Tensor]:
     """Batch to the strategy's device and through the workload's transform (where this process reads the inputs),
     forward and backward through the strategy, the update and the schedule; returns the step's result and the targets
     it was scored against (a transform never changes them). `mark(phase)` is called as each of timing.PHASES ends."""
@@ -169,12 +176,21 @@ class PassTotals:
 
     def means(self) -> dict[str, float]:
         """The mean loss and the mean of every tally per unit, named train_loss, train_<tally>."""
-        return {"train_loss": self.loss / self.units,
-                **{f"train_{key}": value / self.units for key, value in self.tallies.items()}}
+        return {
+            "train_loss": self.loss / self.units,
+            **{f"train_{key}": value / self.units for key, value in self.tallies.items()},
+        }
 
 
-def train_pass(trainer: Trainer, data: WorkloadData, batches: Iterable[Batch], steps: int, clock: StepClock,
-               progress: str | None = None, after_step: Callable[[int], None] | None = None) -> PassTotals:
+def train_pass(
+    trainer: Trainer,
+    data: WorkloadData,
+    batches: Iterable[Batch],
+    steps: int,
+    clock: StepClock,
+    progress: str | None = None,
+    after_step: Callable[[int], None] | None = None,
+) -> PassTotals:
     """Step once per batch; sum the loss and the workload's tallies wherever this process has outputs.
 
     Each batch is assembled on the CPU before the clock starts (as a data loader would, ahead of time); the
@@ -200,8 +216,9 @@ def train_pass(trainer: Trainer, data: WorkloadData, batches: Iterable[Batch], s
             for key, value in data.tally(result.outputs, targets).items():
                 tallies.setdefault(key, []).append(value)
             units += len(targets)
-    return PassTotals(loss=_total(losses), tallies={key: _total(values) for key, values in tallies.items()},
-                      units=float(units))
+    return PassTotals(
+        loss=_total(losses), tallies={key: _total(values) for key, values in tallies.items()}, units=float(units)
+    )
 
 
 def _total(values: list[Tensor]) -> float:
@@ -251,22 +268,32 @@ def fit(plan: RunPlan, process: Process, data: WorkloadData, checkpoint_path: Pa
     for epoch in range(len(run.history), plan.settings.epochs):
         totals, machine_load, durations = run_epoch(run, epoch)
         state = run.trainer.parallel.full_state_dict()
-        run.history.append({"epoch": epoch + 1, **totals.means(), **evaluate_epoch(run, state),
-                            "step_time_s": sum(durations) / max(1, len(durations)),
-                            "units_per_s": plan.global_batch * len(durations) / sum(durations)
-                            if durations else float("nan"),
-                            "other_cpu_share": machine_load})
+        run.history.append(
+            {
+                "epoch": epoch + 1,
+                **totals.means(),
+                **evaluate_epoch(run, state),
+                "step_time_s": sum(durations) / max(1, len(durations)),
+                "units_per_s": plan.global_batch * len(durations) / sum(durations) if durations else float("nan"),
+                "other_cpu_share": machine_load,
+            }
+        )
         save_epoch(run, epoch, state)
     if state is None:
         state = run.trainer.parallel.full_state_dict()
-    return TrainResult(state_dict=state, history=run.history, step_durations=run.clock.durations,
-                       steps_per_epoch=run.steps, resumed_after_epoch=resumed_after,
-                       strategy_details=dict(run.trainer.parallel.details), data_id=data_id,
-                       peak_memory_mb=run.memory.peaks_mb)
+    return TrainResult(
+        state_dict=state,
+        history=run.history,
+        step_durations=run.clock.durations,
+        steps_per_epoch=run.steps,
+        resumed_after_epoch=resumed_after,
+        strategy_details=dict(run.trainer.parallel.details),
+        data_id=data_id,
+        peak_memory_mb=run.memory.peaks_mb,
+    )
 
 
-def resume(plan: RunPlan, process: Process, data: WorkloadData, checkpoint_path: Path,
-           data_id: str) -> tuple[Run, int]:
+def resume(plan: RunPlan, process: Process, data: WorkloadData, checkpoint_path: Path, data_id: str) -> tuple[Run, int]:
     """The run ready to train: from the checkpoint of this very run on this very data when there is one (model,
     optimiser, schedule, history and kept step times), else from scratch; and the epoch it resumes after."""
     steps = steps_per_epoch(data.train_units, plan.global_batch)
@@ -283,8 +310,19 @@ def resume(plan: RunPlan, process: Process, data: WorkloadData, checkpoint_path:
         if trainer.schedule is not None:
             trainer.schedule.load_state_dict(saved["schedules"][process.rank])
     clock = StepClock(trainer.parallel.devices, plan.settings.warmup_steps, kept=saved["durations"] if saved else None)
-    run = Run(plan, process, data, trainer, steps, clock, StepMemory(trainer.parallel.devices),
-              saved["history"] if saved else [], run_id, data_id, checkpoint_path)
+    run = Run(
+        plan,
+        process,
+        data,
+        trainer,
+        steps,
+        clock,
+        StepMemory(trainer.parallel.devices),
+        saved["history"] if saved else [],
+        run_id,
+        data_id,
+        checkpoint_path,
+    )
     return run, saved["epoch"] if saved else 0
 
 
@@ -300,14 +338,19 @@ def run_epoch(run: Run, epoch: int) -> tuple[PassTotals, float | None, list[floa
     try:
         with progress_note(process, epoch + 1, epochs, run.steps) as note:
             totals = train_pass(
-                run.trainer, run.data,
+                run.trainer,
+                run.data,
                 epoch_batches(run.data, plan.global_batch, shard_index, shard_count, plan.settings.seed, epoch),
-                run.steps, run.clock, progress=f"epoch {epoch + 1}/{epochs}" if process.is_main else None,
+                run.steps,
+                run.clock,
+                progress=f"epoch {epoch + 1}/{epochs}" if process.is_main else None,
                 after_step=note,
             )
     except StepFailed as failed:
-        raise RunStopped(f"rank {process.rank} stopped at epoch {epoch + 1} {failed}; the last checkpoint "
-                         f"holds epoch {epoch} of {epochs}") from failed.error
+        raise RunStopped(
+            f"rank {process.rank} stopped at epoch {epoch + 1} {failed}; the last checkpoint "
+            f"holds epoch {epoch} of {epochs}"
+        ) from failed.error
     machine_load = load.job_other_cpu_share(started, load.mark())
     run.memory.read()
     every_rank: list[PassTotals] = gather_objects(totals)  # type: ignore[assignment]
@@ -345,8 +388,7 @@ def evaluate_epoch(run: Run, state: dict[str, Tensor]) -> dict[str, float]:
     return broadcast_object(scores)  # type: ignore[return-value]
 
 
-def epoch_scores(plan: RunPlan, data: WorkloadData, state: dict[str, Tensor],
-                 device: torch.device) -> dict[str, float]:
+def epoch_scores(plan: RunPlan, data: WorkloadData, state: dict[str, Tensor], device: torch.device) -> dict[str, float]:
     """The workload's epoch scores of the whole plain model, rebuilt from its state on `device`. On a CPU, with the
     threads of the node's every process: the others wait for the scores meanwhile."""
     model = plan.workload.build_model(plan.settings)
@@ -366,12 +408,25 @@ def save_epoch(run: Run, epoch: int, state: dict[str, Tensor]) -> None:
     schedules = gather_to_main(on_cpu(trainer.schedule.state_dict() if trainer.schedule is not None else None))
     if not run.process.is_main:
         return
-    tqdm.write(f"epoch {epoch + 1}: " + ", ".join(f"{key} {value:.4g}" for key, value in run.history[-1].items()
-                                                   if key != "epoch" and value is not None))
-    checkpoint.save(run.checkpoint_path, {
-        "fingerprint": run.run_id, "data": run.data_id, "epoch": epoch + 1, "model": state, "optimizers": optimizers,
-        "schedules": schedules, "history": run.history, "durations": run.clock.durations,
-    })
+    tqdm.write(
+        f"epoch {epoch + 1}: "
+        + ", ".join(
+            f"{key} {value:.4g}" for key, value in run.history[-1].items() if key != "epoch" and value is not None
+        )
+    )
+    checkpoint.save(
+        run.checkpoint_path,
+        {
+            "fingerprint": run.run_id,
+            "data": run.data_id,
+            "epoch": epoch + 1,
+            "model": state,
+            "optimizers": optimizers,
+            "schedules": schedules,
+            "history": run.history,
+            "durations": run.clock.durations,
+        },
+    )
 
 
 # ---- a benchmark cell: the same pass, warm-up then timed steps ----
@@ -415,12 +470,19 @@ def measure_cell(plan: RunPlan, process: Process, data: WorkloadData, warmup: in
     clock = StepClock(trainer.parallel.devices, warmup, phases=True)
     memory = StepMemory(trainer.parallel.devices)
     batches = list(itertools.islice(endless_batches(data, plan, shard_index, shard_count), warmup + timed))
-    input_rate = (transform_rate(data, batches, trainer.parallel.input_device, warmup)
-                  if trainer.parallel.reads_inputs else None)
+    input_rate = (
+        transform_rate(data, batches, trainer.parallel.input_device, warmup) if trainer.parallel.reads_inputs else None
+    )
     started = load.mark()
     memory.reset()
-    train_pass(trainer, data, batches, warmup + timed, clock,
-               progress=f"benchmark: {plan.strategy_name} on {plan.workload_name}" if process.is_main else None)
+    train_pass(
+        trainer,
+        data,
+        batches,
+        warmup + timed,
+        clock,
+        progress=f"benchmark: {plan.strategy_name} on {plan.workload_name}" if process.is_main else None,
+    )
     memory.read()
     others = load.job_other_cpu_share(started, load.mark())
     durations = slowest_per_step(clock.durations)
@@ -431,14 +493,17 @@ def measure_cell(plan: RunPlan, process: Process, data: WorkloadData, warmup: in
         numel = sum(parameter.numel() for _, parameter in trainer.parallel.named_parameters())
         full_allreduce = allreduce_seconds(numel, process.device)
     if process.is_main:
-        write_json(out, {
-            "unit": data.unit,
-            "step_durations": durations,
-            "phase_durations": phases,
-            "gradient_allreduce_s": full_allreduce,
-            "peak_memory_mb": peaks,
-            "memory_kind": memory_kind(process.device),
-            "other_cpu_share": others,
-            "transform_units_per_s": input_rate,
-            "strategy_details": trainer.parallel.details,
-        })
+        write_json(
+            out,
+            {
+                "unit": data.unit,
+                "step_durations": durations,
+                "phase_durations": phases,
+                "gradient_allreduce_s": full_allreduce,
+                "peak_memory_mb": peaks,
+                "memory_kind": memory_kind(process.device),
+                "other_cpu_share": others,
+                "transform_units_per_s": input_rate,
+                "strategy_details": trainer.parallel.details,
+            },
+        )

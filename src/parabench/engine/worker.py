@@ -49,9 +49,18 @@ NOT_SCORES = ("epoch", "step_time_s", "other_cpu_share")
 def train(plan: RunPlan, node_rank: int = 0) -> None:
     """Train a checked plan with as many processes as its strategy needs (one: right here), once the workload has
     what its initialisation reads; node_rank > 0 joins node 0's multi-node run."""
-    log.info("%s@%s: strategy %s (%s), %d process(es) x %d thread(s), global batch %d, lr %g on %s",
-             plan.role, plan.workload_name, plan.strategy_name, plan.strategy.summary, plan.processes, plan.threads,
-             plan.global_batch, plan.lr, plan.machine.accelerator)
+    log.info(
+        "%s@%s: strategy %s (%s), %d process(es) x %d thread(s), global batch %d, lr %g on %s",
+        plan.role,
+        plan.workload_name,
+        plan.strategy_name,
+        plan.strategy.summary,
+        plan.processes,
+        plan.threads,
+        plan.global_batch,
+        plan.lr,
+        plan.machine.accelerator,
+    )
     plan.workload.prefetch(plan.settings)
     os.environ[LAUNCHED_AT_ENV] = repr(time.time())  # the workers inherit it (time.time(): one clock for every process)
     if plan.distributed:
@@ -64,9 +73,16 @@ def run_plan_workers(plan: RunPlan, what: str, node_rank: int = 0) -> None:
     """Run the plan's workers in fresh processes (torchrun when distributed); they read the plan from a file."""
     rendezvous = rendezvous_of(plan, node_rank)
     if rendezvous is not None and node_rank == 0:
-        log.warning("%s: waiting up to %g s (hardware.join_timeout_s) at %s for %d other node(s); on each, in its "
-                    "copy of the project, run with K = 1 to %d:\n    %s", what, rendezvous.join_timeout_s,
-                    rendezvous.endpoint, rendezvous.nodes - 1, rendezvous.nodes - 1, join_command(plan))
+        log.warning(
+            "%s: waiting up to %g s (hardware.join_timeout_s) at %s for %d other node(s); on each, in its "
+            "copy of the project, run with K = 1 to %d:\n    %s",
+            what,
+            rendezvous.join_timeout_s,
+            rendezvous.endpoint,
+            rendezvous.nodes - 1,
+            rendezvous.nodes - 1,
+            join_command(plan),
+        )
     with tempfile.TemporaryDirectory(prefix="parabench-plan-") as scratch:
         plan_file = Path(scratch) / "plan.json"
         plan.save(plan_file)
@@ -81,8 +97,9 @@ def rendezvous_of(plan: RunPlan, node_rank: int) -> Rendezvous | None:
     if not plan.distributed or machine.nodes == 1:
         return None
     assert machine.rendezvous is not None, "checked by the params schema"
-    return Rendezvous(nodes=machine.nodes, node_rank=node_rank, endpoint=machine.rendezvous,
-                      join_timeout_s=machine.join_timeout_s)
+    return Rendezvous(
+        nodes=machine.nodes, node_rank=node_rank, endpoint=machine.rendezvous, join_timeout_s=machine.join_timeout_s
+    )
 
 
 def join_command(plan: RunPlan) -> str:
@@ -96,12 +113,16 @@ def join(workload: str, role: str, node_rank: int) -> None:
     plan = make_plan(load_params(), workload, role)  # type: ignore[arg-type]
     nodes = plan.machine.nodes
     if nodes == 1 or not plan.distributed:
-        raise ConfigError(f"params.yaml: {role}@{workload} runs on one node here (hardware.nodes: {nodes}, "
-                          f"strategy {plan.strategy_name}); there is nothing to join. Set hardware.nodes as node 0 "
-                          "has it, with a strategy that runs under torchrun.")
+        raise ConfigError(
+            f"params.yaml: {role}@{workload} runs on one node here (hardware.nodes: {nodes}, "
+            f"strategy {plan.strategy_name}); there is nothing to join. Set hardware.nodes as node 0 "
+            "has it, with a strategy that runs under torchrun."
+        )
     if not 1 <= node_rank < nodes:
-        raise ConfigError(f"--node-rank {node_rank}: the other nodes are numbered 1 to {nodes - 1} "
-                          f"(hardware.nodes: {nodes}; node 0 runs dvc repro).")
+        raise ConfigError(
+            f"--node-rank {node_rank}: the other nodes are numbered 1 to {nodes - 1} "
+            f"(hardware.nodes: {nodes}; node 0 runs dvc repro)."
+        )
     train(plan, node_rank=node_rank)
 
 
@@ -128,8 +149,12 @@ def job(plan: RunPlan) -> Iterator[Process]:
 
 def run_digest(plan: RunPlan) -> str:
     """The run as planned, less what may differ between nodes (their cores): workload, strategy, batch, settings."""
-    run = {"run": plan.describe(), "scale": plan.scale, "settings": plan.settings.model_dump(),
-           "setup": plan.setup.model_dump(exclude={"machine"})}
+    run = {
+        "run": plan.describe(),
+        "scale": plan.scale,
+        "settings": plan.settings.model_dump(),
+        "setup": plan.setup.model_dump(exclude={"machine"}),
+    }
     return hashlib.sha256(json.dumps(run, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -139,15 +164,23 @@ def check_nodes_agree(plan: RunPlan, process: Process, data_id: str) -> None:
     if plan.machine.nodes == 1:
         return
     first_on_node = process.local_rank == 0
-    mine = {"node": os.environ.get("GROUP_RANK", "?"), "host": socket.gethostname(),
-            "plan": run_digest(plan) if first_on_node else None,
-            "data": data_id if first_on_node else None}
+    mine = {
+        "node": os.environ.get("GROUP_RANK", "?"),
+        "host": socket.gethostname(),
+        "plan": run_digest(plan) if first_on_node else None,
+        "data": data_id if first_on_node else None,
+    }
     reports = [report for report in gather_objects(mine) if report["plan"] is not None]  # type: ignore[index]
     node_0 = reports[0]
-    for what, differs, fix in (("plan", "planned another run", "the same params.yaml and code"),
-                               ("data", "holds other prepared data", "the same prepared data")):
-        differ = [f"node {report['node']} on {report['host']}" for report in reports  # type: ignore[index]
-                  if report[what] != node_0[what]]  # type: ignore[index]
+    for what, differs, fix in (
+        ("plan", "planned another run", "the same params.yaml and code"),
+        ("data", "holds other prepared data", "the same prepared data"),
+    ):
+        differ = [
+            f"node {report['node']} on {report['host']}"
+            for report in reports  # type: ignore[index]
+            if report[what] != node_0[what]
+        ]  # type: ignore[index]
         if differ:
             raise RunStopped(
                 f"rank {process.rank}: {', '.join(differ)} {differs} than node 0 on {node_0['host']} ({what} digest "
@@ -165,8 +198,9 @@ def train_worker(plan: RunPlan) -> None:
         steps = slowest_per_step(result.step_durations)
         memory = per_rank(gather_objects(result.peak_memory_mb))  # type: ignore[arg-type]
         if process.is_main:
-            write_run(plan, result, run_record(plan, data, result, steps, memory, memory_kind(process.device),
-                                               since_launch()))
+            write_run(
+                plan, result, run_record(plan, data, result, steps, memory, memory_kind(process.device), since_launch())
+            )
 
 
 def since_launch() -> float | None:
@@ -176,8 +210,15 @@ def since_launch() -> float | None:
     return time.time() - float(launched) if launched else None
 
 
-def run_record(plan: RunPlan, data: WorkloadData, result: TrainResult, step_durations: list[float],
-               memory_mb: dict[str, float], memory_kind: str, wall_time_s: float | None) -> dict[str, Any]:
+def run_record(
+    plan: RunPlan,
+    data: WorkloadData,
+    result: TrainResult,
+    step_durations: list[float],
+    memory_mb: dict[str, float],
+    memory_kind: str,
+    wall_time_s: float | None,
+) -> dict[str, Any]:
     """Everything measured about one run (`memory_mb`: the peak of its training steps per rank and device).
 
     `{unit}s_per_s` is the global batch over the median step time (warm-up excluded, the slowest rank's time

@@ -71,8 +71,10 @@ class PairWithWays(nn.Module):
         episodes, images = x.shape[0], x.shape[1]
         support_size = self.n_way * self.n_shot
         queries = images - support_size
-        assert queries >= 1, (f"an episode of {images} images has no queries after its {self.n_way}-way "
-                              f"{self.n_shot}-shot support set of {support_size} images")
+        assert queries >= 1, (
+            f"an episode of {images} images has no queries after its {self.n_way}-way "
+            f"{self.n_shot}-shot support set of {support_size} images"
+        )
         feature_shape = x.shape[2:]
         ways = x[:, :support_size].unflatten(1, (self.n_way, self.n_shot)).sum(dim=2)  # (E, W, C, H, W)
         query = x[:, support_size:]  # (E, Q, C, H, W)

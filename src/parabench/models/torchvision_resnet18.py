@@ -20,8 +20,20 @@ def resnet18_blocks(num_classes: int) -> nn.Sequential:
     net = resnet18(weights=None)
     head = nn.Linear(net.fc.in_features, num_classes)
     nn.init.xavier_uniform_(head.weight)
-    return nn.Sequential(OrderedDict([
-        ("conv1", net.conv1), ("bn1", net.bn1), ("relu", nn.ReLU()), ("maxpool", net.maxpool),
-        ("layer1", net.layer1), ("layer2", net.layer2), ("layer3", net.layer3), ("layer4", net.layer4),
-        ("avgpool", net.avgpool), ("flatten", nn.Flatten(1)), (HEAD, head),
-    ]))
+    return nn.Sequential(
+        OrderedDict(
+            [
+                ("conv1", net.conv1),
+                ("bn1", net.bn1),
+                ("relu", nn.ReLU()),
+                ("maxpool", net.maxpool),
+                ("layer1", net.layer1),
+                ("layer2", net.layer2),
+                ("layer3", net.layer3),
+                ("layer4", net.layer4),
+                ("avgpool", net.avgpool),
+                ("flatten", nn.Flatten(1)),
+                (HEAD, head),
+            ]
+        )
+    )

@@ -17,8 +17,15 @@ def resnet50_blocks(num_classes: int) -> nn.Sequential:
     from torchvision.models import resnet50  # on use: its import costs 1.2 s (torch._dynamo)
 
     net = resnet50(weights=None, num_classes=num_classes)
-    return nn.Sequential(OrderedDict([
-        ("stem", nn.Sequential(net.conv1, net.bn1, net.relu, net.maxpool)),
-        ("layer1", net.layer1), ("layer2", net.layer2), ("layer3", net.layer3), ("layer4", net.layer4),
-        ("head", nn.Sequential(net.avgpool, nn.Flatten(1), net.fc)),
-    ]))
+    return nn.Sequential(
+        OrderedDict(
+            [
+                ("stem", nn.Sequential(net.conv1, net.bn1, net.relu, net.maxpool)),
+                ("layer1", net.layer1),
+                ("layer2", net.layer2),
+                ("layer3", net.layer3),
+                ("layer4", net.layer4),
+                ("head", nn.Sequential(net.avgpool, nn.Flatten(1), net.fc)),
+            ]
+        )
+    )

@@ -18,20 +18,28 @@ class SeedQuestion:
 
 QUESTIONS = {
     "fashion_mnist": SeedQuestion(
-        "003", "d2l's concise multi-GPU training: ResNet-18 on Fashion-MNIST",
+        "003",
+        "d2l's concise multi-GPU training: ResNet-18 on Fashion-MNIST",
         "How much faster does ResNet-18 train on Fashion-MNIST when each device holds a replica and the gradients are "
-        "averaged, and what do the strategies lose to communication?"),
+        "averaged, and what do the strategies lose to communication?",
+    ),
     "miniimagenet": SeedQuestion(
-        "000", "A Relation Network on miniImageNet: DataParallel against DistributedDataParallel",
+        "000",
+        "A Relation Network on miniImageNet: DataParallel against DistributedDataParallel",
         "Is DistributedDataParallel faster than DataParallel for a few-shot Relation Network, and does either "
-        "change what the model learns?"),
+        "change what the model learns?",
+    ),
     "hotdog": SeedQuestion(
-        "002", "d2l's hand-written all-reduce, and fine-tuning ResNet-18 on hotdog",
+        "002",
+        "d2l's hand-written all-reduce, and fine-tuning ResNet-18 on hotdog",
         "Does gradient averaging written by hand keep up with the library's, and does fine-tuning reach the same "
-        "accuracy under every strategy?"),
+        "accuracy under every strategy?",
+    ),
     "resnet50": SeedQuestion(
-        "001", "ResNet-50 cut across devices: model parallelism and pipelining",
-        "What does model parallelism cost, what does pipelining win back, and which split size is best?"),
+        "001",
+        "ResNet-50 cut across devices: model parallelism and pipelining",
+        "What does model parallelism cost, what does pipelining win back, and which split size is best?",
+    ),
 }
 
 
@@ -46,10 +54,12 @@ def noise_sentence(noise: dict[str, Any]) -> str:
     if noise.get("floor") is None:
         return f"No noise floor was measured here: {noise.get('why_none', 'no A/A control')}."
     low, high = noise["aa_ci95"]
-    return (f"Timed twice as two cells in two processes, single against itself came out at {noise['aa_ratio']:.3f}x "
-            f"(95%: {low:.3f}-{high:.3f}): a difference within {noise['floor']:.1%} is this machine's noise. The floor is "
-            "this run's own: a shared machine can drift between runs, so compare two runs by their verdicts and "
-            "intervals, not their last digits.")
+    return (
+        f"Timed twice as two cells in two processes, single against itself came out at {noise['aa_ratio']:.3f}x "
+        f"(95%: {low:.3f}-{high:.3f}): a difference within {noise['floor']:.1%} is this machine's noise. The floor is "
+        "this run's own: a shared machine can drift between runs, so compare two runs by their verdicts and "
+        "intervals, not their last digits."
+    )
 
 
 def fastest_sentence(workload: str, benchmark: dict[str, Any]) -> str:
@@ -66,25 +76,34 @@ def fastest_sentence(workload: str, benchmark: dict[str, Any]) -> str:
             sentences.append(f"The closest is {runner_up}, at {speedup_text(cells[runner_up])} single.")
     elif ranking["fastest"]:
         low, high = ranking["margin_ci95"]
-        sentences = [f"The fastest strategy here is {best}: {cells[best]['rate']:.3g} {cells[best]['unit']}s/s, "
-                     f"{speedup_text(cells[best])} single, ahead of {runner_up} by {ranking['margin']:.2f}x "
-                     f"({low:.2f}x-{high:.2f}x)."]
+        sentences = [
+            f"The fastest strategy here is {best}: {cells[best]['rate']:.3g} {cells[best]['unit']}s/s, "
+            f"{speedup_text(cells[best])} single, ahead of {runner_up} by {ranking['margin']:.2f}x "
+            f"({low:.2f}x-{high:.2f}x)."
+        ]
     else:
         tied = ranking["tied"]
-        sentences = [f"No strategy is fastest beyond the noise: {', '.join(tied)} are within it of each other "
-                     f"({', '.join(f'{label} {speedup_text(cells[label])}' for label in tied if label != REFERENCE)}"
-                     f"{' single' if any(label != REFERENCE for label in tied) else ''})."]
+        sentences = [
+            f"No strategy is fastest beyond the noise: {', '.join(tied)} are within it of each other "
+            f"({', '.join(f'{label} {speedup_text(cells[label])}' for label in tied if label != REFERENCE)}"
+            f"{' single' if any(label != REFERENCE for label in tied) else ''})."
+        ]
         if REFERENCE in tied:
             sentences.append("So none of them beats single beyond the noise.")
     sentences.append(noise_sentence(benchmark["noise"]))
-    parallel = {label: cell for label, cell in cells.items()
-                if cell.get("efficiency_vs_ceiling") is not None and label not in flags}
+    parallel = {
+        label: cell
+        for label, cell in cells.items()
+        if cell.get("efficiency_vs_ceiling") is not None and label not in flags
+    }
     if parallel:
         label = max(parallel, key=lambda name: parallel[name]["rate"])
         cell = parallel[label]
         low, high = cell["efficiency_vs_ceiling_ci95"]
-        sentence = (f"{label} reaches {cell['efficiency_vs_ceiling']:.0%} ({low:.0%}-{high:.0%}) of what independent "
-                    "copies manage side by side")
+        sentence = (
+            f"{label} reaches {cell['efficiency_vs_ceiling']:.0%} ({low:.0%}-{high:.0%}) of what independent "
+            "copies manage side by side"
+        )
         if cell.get("communication_share") is not None:
             sentence += f"; communication not hidden behind compute takes {cell['communication_share']:.0%} of its step"
         sentences.append(sentence + ".")
@@ -122,13 +141,19 @@ def sweep_sentence(name: str, sweep: dict[str, Any]) -> str:
         against = [f"{figures['speedup']:.2f}x single"] if figures.get("speedup") else []
         if figures.get("speedup_vs_model_parallel"):
             against.append(f"{figures['speedup_vs_model_parallel']:.2f}x model_parallel")
-        parts.append(f"{curve} is fastest at {sweep['sweep']['param']}={figures['best_value']}"
-                     + (f" ({', '.join(against)})" if against else ""))
+        parts.append(
+            f"{curve} is fastest at {sweep['sweep']['param']}={figures['best_value']}"
+            + (f" ({', '.join(against)})" if against else "")
+        )
     return (f"Sweep {name}: " + "; ".join(parts) + ".") if parts else ""
 
 
-def answer(workload: str, benchmark: dict[str, dict[str, Any]], comparison: dict[str, Any] | None,
-           sweeps: dict[str, dict[str, Any]]) -> str:
+def answer(
+    workload: str,
+    benchmark: dict[str, dict[str, Any]],
+    comparison: dict[str, Any] | None,
+    sweeps: dict[str, dict[str, Any]],
+) -> str:
     """This machine's answer to the workload's seed question, from the benchmark, the run's comparison with its
     reference (quality) and the sweeps of the workload (by name)."""
     sentences = [fastest_sentence(workload, benchmark)]

@@ -49,14 +49,16 @@ def cell_result(entry: CellRuns) -> dict[str, Any]:
         "data_parallel": plan.strategy.data_parallel and plan.copies == 1,
         "other_cpu_share": max(shares) if shares else None,
         "contended": bool(shares) and max(shares) > CONTENDED_SHARE,
-        "peak_memory_mb": {key: max(run["peak_memory_mb"][key] for run in entry.runs)
-                           for key in entry.runs[-1]["peak_memory_mb"]},
+        "peak_memory_mb": {
+            key: max(run["peak_memory_mb"][key] for run in entry.runs) for key in entry.runs[-1]["peak_memory_mb"]
+        },
         "memory_kind": entry.runs[-1]["memory_kind"],
         "strategy_details": entry.runs[-1]["strategy_details"],
         "environment": {
             **describe(plan.machine, plan.processes, plan.threads, plan.distributed),
-            f"transform_{unit}s_per_s_per_process": statistics.median(run["transform_units_per_s"]
-                                                                      for run in entry.runs),
+            f"transform_{unit}s_per_s_per_process": statistics.median(
+                run["transform_units_per_s"] for run in entry.runs
+            ),
             f"train_{unit}s_per_s_per_process": plan.global_batch / statistics.median(steps) / plan.processes,
         },
     }
@@ -112,8 +114,11 @@ def noise_of(reference: dict[str, Any], control: dict[str, Any]) -> dict[str, An
     """The A/A control: single's rate over its second timing's, its interval, and the noise floor it sets; or why
     there is none (then verdicts rest on the intervals alone)."""
     if reference.get("status") != "ran" or control.get("status") != "ran":
-        return {"floor": None, "control": CONTROL,
-                "why_none": "the A/A control did not run (benchmark.strategies must list single)"}
+        return {
+            "floor": None,
+            "control": CONTROL,
+            "why_none": "the A/A control did not run (benchmark.strategies must list single)",
+        }
     point, low, high = ratio(control, reference)
     return {"floor": noise_floor((point, low, high)), "control": CONTROL, "aa_ratio": point, "aa_ci95": [low, high]}
 
@@ -129,26 +134,39 @@ def measurement_flags(cells: dict[str, dict[str, Any]], floor: float | None) -> 
             continue
         if figures.get("efficiency_vs_ceiling_verdict") == "faster":
             low, high = figures["efficiency_vs_ceiling_ci95"]
-            flags[label] = (f"above its ceiling: {figures['efficiency_vs_ceiling']:.2f}x the ceiling's rate "
-                            f"({low:.2f}-{high:.2f}), beyond the noise floor; independent copies cannot be slower than "
-                            "replicas doing the same work plus communication, so one of the two cells measured "
-                            "something else")
-        elif figures["processes"] == 1 and label != REFERENCE and figures.get("speedup_verdict") not in (
-                None, NO_DIFFERENCE):
+            flags[label] = (
+                f"above its ceiling: {figures['efficiency_vs_ceiling']:.2f}x the ceiling's rate "
+                f"({low:.2f}-{high:.2f}), beyond the noise floor; independent copies cannot be slower than "
+                "replicas doing the same work plus communication, so one of the two cells measured "
+                "something else"
+            )
+        elif (
+            figures["processes"] == 1
+            and label != REFERENCE
+            and figures.get("speedup_verdict") not in (None, NO_DIFFERENCE)
+        ):
             low, high = figures["speedup_ci95"]
-            flags[label] = (f"one process doing single's work, yet {figures['speedup']:.2f}x single ({low:.2f}-{high:.2f}"
-                            f", beyond the noise floor{f' of {floor:.1%}' if floor is not None else ''}): the model "
-                            "cut into stages runs other kernels (smaller batches or micro-batches), not other "
-                            "parallelism; not counted as an answer")
+            flags[label] = (
+                f"one process doing single's work, yet {figures['speedup']:.2f}x single ({low:.2f}-{high:.2f}"
+                f", beyond the noise floor{f' of {floor:.1%}' if floor is not None else ''}): the model "
+                "cut into stages runs other kernels (smaller batches or micro-batches), not other "
+                "parallelism; not counted as an answer"
+            )
     return flags
 
 
 def ranking(cells: dict[str, dict[str, Any]], flags: dict[str, str], floor: float | None) -> dict[str, Any]:
     """The fastest strategy, named only where it beats the next one beyond the noise; else the strategies tied with
     it. Cells that bound or check the others, and flagged ones, take no part."""
-    ranked = sorted((label for label, figures in cells.items()
-                     if figures["status"] == "ran" and label not in NOT_STRATEGIES and label not in flags),
-                    key=lambda label: cells[label]["rate"], reverse=True)
+    ranked = sorted(
+        (
+            label
+            for label, figures in cells.items()
+            if figures["status"] == "ran" and label not in NOT_STRATEGIES and label not in flags
+        ),
+        key=lambda label: cells[label]["rate"],
+        reverse=True,
+    )
     if not ranked:
         return {"fastest": None, "tied": [], "margin": None, "margin_ci95": None}
     best = ranked[0]
@@ -159,9 +177,14 @@ def ranking(cells: dict[str, dict[str, Any]], flags: dict[str, str], floor: floa
             break
         tied.append(label)
     margin = ratio(cells[best], cells[ranked[1]]) if len(ranked) > 1 else None
-    return {"fastest": best if len(tied) == 1 else None, "tied": tied if len(tied) > 1 else [],
-            "best_measured": best, "runner_up": ranked[1] if len(ranked) > 1 else None,
-            "margin": margin[0] if margin else None, "margin_ci95": list(margin[1:]) if margin else None}
+    return {
+        "fastest": best if len(tied) == 1 else None,
+        "tied": tied if len(tied) > 1 else [],
+        "best_measured": best,
+        "runner_up": ranked[1] if len(ranked) > 1 else None,
+        "margin": margin[0] if margin else None,
+        "margin_ci95": list(margin[1:]) if margin else None,
+    }
 
 
 def add_time_splits(entries: list[CellRuns], results: dict[str, dict[str, Any]]) -> None:
@@ -175,7 +198,8 @@ def add_time_splits(entries: list[CellRuns], results: dict[str, dict[str, Any]])
             continue
         figures = results[entry.cell.label]
         figures |= time_split(
-            entry.runs, entry.plan.strategy.name,
+            entry.runs,
+            entry.plan.strategy.name,
             communicates=entry.plan.devices > 1 and entry.plan.copies == 1,
             data_parallel=figures["data_parallel"],
             compute_beside=ceiling_compute if entry.plan.devices == ceiling_devices else None,

@@ -6,17 +6,25 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
-from parabench.io import write_atomic  # noqa: E402
-from parabench.report.figure_notes import add_notes  # noqa: E402
-from parabench.report.time_split import PART_MEANINGS  # noqa: E402
+from parabench.io import write_atomic
+from parabench.report.figure_notes import add_notes
+from parabench.report.time_split import PART_MEANINGS
 
-PART_COLOURS = {"input": "#8c8c8c", "compute": "#4c72b0", "imbalance": "#64b5cd", "bubble": "#ccb974",
-                "communication": "#dd8452", "forward_backward": "#8172b3", "optimizer": "#55a868", "idle": "#c44e52"}
+PART_COLOURS = {
+    "input": "#8c8c8c",
+    "compute": "#4c72b0",
+    "imbalance": "#64b5cd",
+    "bubble": "#ccb974",
+    "communication": "#dd8452",
+    "forward_backward": "#8172b3",
+    "optimizer": "#55a868",
+    "idle": "#c44e52",
+}
 
 
 def draw(workload: str, rows: pd.DataFrame, skipped: list[tuple[str, str]], machine: str, path: Path) -> None:
@@ -36,8 +44,9 @@ def benchmark_figure(workload: str, rows: pd.DataFrame, skipped: list[tuple[str,
         draw_rates(rates, rows)
         draw_split(split, rows)
     add_notes(figure, [f"{cell} skipped: {reason.splitlines()[0]}" for cell, reason in skipped])
-    figure.suptitle(f"{workload}: training throughput by strategy, and where a step goes\nmeasured on {machine}",
-                    fontsize=10)
+    figure.suptitle(
+        f"{workload}: training throughput by strategy, and where a step goes\nmeasured on {machine}", fontsize=10
+    )
     return figure
 
 
@@ -47,12 +56,20 @@ def draw_rates(axis: Axes, rows: pd.DataFrame) -> None:
     errors = [rows["rate"] - rows["rate_slowest_round"], rows["rate_fastest_round"] - rows["rate"]]
     colours = ["#999999" if cell == "ceiling" else "#4c72b0" for cell in rows["cell"]]
     bars = axis.barh(rows["cell"], rows["rate"], xerr=errors, capsize=4, color=colours)
-    for bar, end, speedup, efficiency in zip(bars, rows["rate_fastest_round"], rows["speedup"],
-                                             rows["efficiency_vs_ceiling"]):
+    for bar, end, speedup, efficiency in zip(
+        bars, rows["rate_fastest_round"], rows["speedup"], rows["efficiency_vs_ceiling"]
+    ):
         label = f"{speedup:.2f}x" if pd.notna(speedup) else ""
         label += f", {efficiency:.0%} of ceiling" if pd.notna(efficiency) else ""
-        axis.annotate(label, (end, bar.get_y() + bar.get_height() / 2), ha="left", va="center", fontsize=8,
-                      xytext=(4, 0), textcoords="offset points")
+        axis.annotate(
+            label,
+            (end, bar.get_y() + bar.get_height() / 2),
+            ha="left",
+            va="center",
+            fontsize=8,
+            xytext=(4, 0),
+            textcoords="offset points",
+        )
     axis.invert_yaxis()
     axis.margins(x=0.45)
     axis.set_xlim(left=0)

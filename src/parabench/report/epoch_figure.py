@@ -3,9 +3,9 @@
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.figure import Figure
 
 SCORE_SUFFIXES = ("_acc",)
 
@@ -24,8 +24,15 @@ def epoch_figure(workload: str, curves: dict[str, pd.DataFrame], machine: str) -
     scores.set(xlabel="epoch", ylabel="accuracy", title="accuracy per epoch")
     loss.set(xlabel="epoch", ylabel="training loss", title="training loss per epoch")
     if not scores.lines:
-        scores.text(0.5, 0.5, "no accuracy: the data are synthetic (time only)", ha="center", va="center",
-                    transform=scores.transAxes, fontsize=9)
+        scores.text(
+            0.5,
+            0.5,
+            "no accuracy: the data are synthetic (time only)",
+            ha="center",
+            va="center",
+            transform=scores.transAxes,
+            fontsize=9,
+        )
     for axis in (scores, loss):
         axis.title.set_fontsize(9)
         if axis.lines:

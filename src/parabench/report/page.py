@@ -81,8 +81,12 @@ def commit() -> str:
     `dvc repro` rewrites, differs from it), or why it is unknown."""
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!dvc.lock"],
-                                capture_output=True, text=True, check=True)
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!dvc.lock"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     except (OSError, subprocess.CalledProcessError):
         return "unknown (not a git work tree)"
     return head.stdout.strip() + (" + uncommitted changes" if status.stdout.strip() else "")
@@ -93,8 +97,9 @@ def table_html(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return ""
     head = "".join(f"<th>{html.escape(str(column))}</th>" for column in rows[0])
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(value))}</td>" for value in row.values()) + "</tr>"
-                   for row in rows)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(value))}</td>" for value in row.values()) + "</tr>" for row in rows
+    )
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
@@ -112,22 +117,26 @@ def benchmark_rows(benchmark: dict[str, Any]) -> list[dict[str, Any]]:
         if cell["status"] != "ran":
             continue
         efficiency = cell.get("efficiency_vs_ceiling")
-        rows.append({
-            "cell": label,
-            f"{cell['unit']}s/s": f"{cell['rate']:.3g}",
-            "speedup vs single (95%)": speedup_text(cell) if cell.get("speedup") is not None else "-",
-            "verdict": cell.get("speedup_verdict") or "-",
-            "of the ceiling": f"{efficiency:.0%}" if efficiency is not None else "-",
-            "rounds": cell["rounds"],
-            "median step (s)": f"{cell['step_time_s']['median']:.4g}",
-            "where the step goes": split_text(cell),
-            "split adds up (within 5%)": "yes" if cell["time_split_adds_up"] else
-            f"no ({cell['time_split_vs_step']:+.0%})",
-            f"peak memory, MB ({cell['memory_kind']})": ", ".join(f"{rank} {mb:.0f}"
-                                                                  for rank, mb in cell["peak_memory_mb"].items()),
-            "contended": "CONTENDED" if cell["contended"] else "no",
-            "check": f"FLAGGED: {benchmark['flags'][label]}" if label in benchmark["flags"] else "passed",
-        })
+        rows.append(
+            {
+                "cell": label,
+                f"{cell['unit']}s/s": f"{cell['rate']:.3g}",
+                "speedup vs single (95%)": speedup_text(cell) if cell.get("speedup") is not None else "-",
+                "verdict": cell.get("speedup_verdict") or "-",
+                "of the ceiling": f"{efficiency:.0%}" if efficiency is not None else "-",
+                "rounds": cell["rounds"],
+                "median step (s)": f"{cell['step_time_s']['median']:.4g}",
+                "where the step goes": split_text(cell),
+                "split adds up (within 5%)": "yes"
+                if cell["time_split_adds_up"]
+                else f"no ({cell['time_split_vs_step']:+.0%})",
+                f"peak memory, MB ({cell['memory_kind']})": ", ".join(
+                    f"{rank} {mb:.0f}" for rank, mb in cell["peak_memory_mb"].items()
+                ),
+                "contended": "CONTENDED" if cell["contended"] else "no",
+                "check": f"FLAGGED: {benchmark['flags'][label]}" if label in benchmark["flags"] else "passed",
+            }
+        )
     return rows
 
 
@@ -143,9 +152,11 @@ def skipped_html(benchmark: dict[str, Any]) -> str:
 def stage_html(benchmark: dict[str, Any]) -> str:
     """The A/A control, and where the benchmark stage's time went."""
     stage = benchmark["stage"]
-    return (f'<p class="note">{html.escape(noise_sentence(benchmark["noise"]))} The stage took {stage["wall_s"]:.0f} s: '
-            f"{stage['start_up_share']:.0%} starting workers ({stage['jobs_started']} jobs), "
-            f"{stage['timed_steps_share']:.0%} in timed steps.</p>")
+    return (
+        f'<p class="note">{html.escape(noise_sentence(benchmark["noise"]))} The stage took {stage["wall_s"]:.0f} s: '
+        f"{stage['start_up_share']:.0%} starting workers ({stage['jobs_started']} jobs), "
+        f"{stage['timed_steps_share']:.0%} in timed steps.</p>"
+    )
 
 
 def quality_rows(comparison: dict[str, Any]) -> list[dict[str, Any]]:
@@ -162,9 +173,13 @@ def quality_rows(comparison: dict[str, Any]) -> list[dict[str, Any]]:
         rows.append(row)
     paired = evaluation.get("paired")
     if paired:
-        rows.append({"score": "difference (run - reference), paired on the same items",
-                     "train": f"{paired['delta']:+.3f} (95%: {paired['ci95_low']:+.3f} to {paired['ci95_high']:+.3f})",
-                     "reference": ""})
+        rows.append(
+            {
+                "score": "difference (run - reference), paired on the same items",
+                "train": f"{paired['delta']:+.3f} (95%: {paired['ci95_low']:+.3f} to {paired['ci95_high']:+.3f})",
+                "reference": "",
+            }
+        )
     return rows
 
 
@@ -188,17 +203,29 @@ def section(workload: str, every_sweep: dict[str, dict[str, Any]], machine: str)
         skipped_html(benchmark),
         "<h3>The training run against its reference</h3>",
         f"<p>{html.escape(runs['train']['strategy'])} against {html.escape(runs['reference']['strategy'])}.</p>",
-        figure_tag(rendered(epoch_figure(
-            workload, {f"{role}: {runs[role]['strategy']}": pd.read_csv(train_curve_file(role, workload))
-                       for role in ROLES}, machine)), f"{workload} per-epoch curves"),
+        figure_tag(
+            rendered(
+                epoch_figure(
+                    workload,
+                    {
+                        f"{role}: {runs[role]['strategy']}": pd.read_csv(train_curve_file(role, workload))
+                        for role in ROLES
+                    },
+                    machine,
+                )
+            ),
+            f"{workload} per-epoch curves",
+        ),
     ]
     if comparison.get("quality"):
         parts += [table_html(quality_rows(comparison)), f"<p>{html.escape(comparison['quality'])}</p>"]
     else:
         parts.append('<p class="note">No quality to compare: the data are synthetic (time only).</p>')
     if any(runs[role]["contended"] for role in ROLES):
-        parts.append('<p class="warn">CONTENDED: other programs took over 10% of the CPU while a run was timed; '
-                     "trust the benchmark's interleaved figures over the two runs'.</p>")
+        parts.append(
+            '<p class="warn">CONTENDED: other programs took over 10% of the CPU while a run was timed; '
+            "trust the benchmark's interleaved figures over the two runs'.</p>"
+        )
     for name in sweeps:
         parts += [f"<h3>Sweep {html.escape(name)}</h3>", figure_tag(sweep_figure_file(name).read_bytes(), name)]
     parts += ["<h3>Data</h3>", f"<p>{html.escape(comparison['data_origin'])}</p>", "</section>"]
@@ -210,21 +237,24 @@ def page(workloads: list[str], sweep_names: list[str]) -> str:
     environment = read_json(ENVIRONMENT_FILE)
     every_sweep = {name: read_json(results_file("sweep", name)) for name in sweep_names}
     machine = machine_line(environment)
-    generated = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    generated = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     meanings = "".join(f"<li><b>{part}</b>: {html.escape(meaning)}</li>" for part, meaning in PART_MEANINGS.items())
     navigation = " · ".join(f'<a href="#{name}">{html.escape(name)}</a>' for name in workloads)
-    return "\n".join([
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        "<title>parabench: what each parallel strategy buys on this machine</title>",
-        f"<style>{STYLE}</style><script>{FIGURE_CHECK}</script></head><body>",
-        "<header><h1>parabench: what each parallel strategy buys on this machine</h1>",
-        f"<p>Measured on <b>{html.escape(machine)}</b>; commit {html.escape(commit())}; page written {generated}."
-        f"</p><p>{navigation}</p></header>",
-        '<p class="note">Where a step goes, part by part (the benchmark figures\' right panel):</p>',
-        f'<ul class="note">{meanings}</ul>',
-        *(section(name, every_sweep, machine) for name in workloads),
-        "</body></html>",
-    ])
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            "<title>parabench: what each parallel strategy buys on this machine</title>",
+            f"<style>{STYLE}</style><script>{FIGURE_CHECK}</script></head><body>",
+            "<header><h1>parabench: what each parallel strategy buys on this machine</h1>",
+            f"<p>Measured on <b>{html.escape(machine)}</b>; commit {html.escape(commit())}; page written {generated}."
+            f"</p><p>{navigation}</p></header>",
+            '<p class="note">Where a step goes, part by part (the benchmark figures\' right panel):</p>',
+            f'<ul class="note">{meanings}</ul>',
+            *(section(name, every_sweep, machine) for name in workloads),
+            "</body></html>",
+        ]
+    )
 
 
 def write_page(path: Path, workloads: list[str], sweep_names: list[str]) -> None:

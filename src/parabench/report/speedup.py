@@ -31,8 +31,9 @@ INTERLEAVED_NOTE = (
 )
 
 
-def benchmark_speedup(benchmark: dict[str, Any] | None, strategy: str,
-                      reference: str) -> tuple[float, float, float] | None:
+def benchmark_speedup(
+    benchmark: dict[str, Any] | None, strategy: str, reference: str
+) -> tuple[float, float, float] | None:
     """The benchmark's rate of `strategy` over that of `reference`, with its 95% interval, when both ran there."""
     cells = benchmark["cells"] if benchmark else {}
     run, ref = cells.get(strategy, {}), cells.get(reference, {})
@@ -57,8 +58,11 @@ def intervals_overlap(first: tuple[float, float, float], second: tuple[float, fl
 def end_to_end_speedup(run: dict[str, Any], reference: dict[str, Any]) -> float | None:
     """The reference job's wall time over the run's; None when either resumed from a checkpoint (it did not run
     end to end) or was not launched by a stage."""
-    timed = [record for record in (run, reference)
-             if record.get("wall_time_s") is not None and not record.get("resumed_after_epoch")]
+    timed = [
+        record
+        for record in (run, reference)
+        if record.get("wall_time_s") is not None and not record.get("resumed_after_epoch")
+    ]
     return reference["wall_time_s"] / run["wall_time_s"] if len(timed) == 2 else None
 
 
@@ -79,16 +83,25 @@ def speedups(run: dict[str, Any], reference: dict[str, Any], benchmark: dict[str
     training_runs = training_runs_speedup(run, reference)
     interleaved = benchmark_speedup(benchmark, run["strategy"], reference["strategy"])
     headline = interleaved or training_runs
-    return {"speedup": headline[0], "speedup_ci95": list(headline[1:]),
-            "speedup_from": "benchmark" if interleaved else "training_runs",
-            "speedup_benchmark": interleaved[0] if interleaved else None,
-            "speedup_benchmark_ci95": list(interleaved[1:]) if interleaved else None,
-            "speedup_training_runs": training_runs[0], "speedup_training_runs_ci95": list(training_runs[1:]),
-            "speedups_agree": intervals_overlap(interleaved, training_runs) if interleaved else None}
+    return {
+        "speedup": headline[0],
+        "speedup_ci95": list(headline[1:]),
+        "speedup_from": "benchmark" if interleaved else "training_runs",
+        "speedup_benchmark": interleaved[0] if interleaved else None,
+        "speedup_benchmark_ci95": list(interleaved[1:]) if interleaved else None,
+        "speedup_training_runs": training_runs[0],
+        "speedup_training_runs_ci95": list(training_runs[1:]),
+        "speedups_agree": intervals_overlap(interleaved, training_runs) if interleaved else None,
+    }
 
 
-def compare(run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str, Any],
-            benchmark: dict[str, Any] | None, primary_metric: str | None) -> dict[str, Any]:
+def compare(
+    run: dict[str, Any],
+    reference: dict[str, Any],
+    evaluation: dict[str, Any],
+    benchmark: dict[str, Any] | None,
+    primary_metric: str | None,
+) -> dict[str, Any]:
     """The compact comparison `dvc metrics show` prints: speedup (module docstring; its interval is in results/),
     scaling_efficiency = speedup / the run's devices, the run's evaluation scores, and the workload's primary
     metric for the reference and as a paired difference on the same test items with its 95% interval half-width
@@ -98,9 +111,11 @@ def compare(run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str
     quality = {}
     if primary_metric is not None:
         paired = evaluation["paired"]
-        quality = {f"reference_{primary_metric}": evaluation["reference"][primary_metric],
-                   f"{primary_metric}_delta": paired["delta"],
-                   f"{primary_metric}_delta_ci95": (paired["ci95_high"] - paired["ci95_low"]) / 2}
+        quality = {
+            f"reference_{primary_metric}": evaluation["reference"][primary_metric],
+            f"{primary_metric}_delta": paired["delta"],
+            f"{primary_metric}_delta_ci95": (paired["ci95_high"] - paired["ci95_low"]) / 2,
+        }
     return {
         "strategy": run["strategy"],
         "reference": reference["strategy"],
@@ -118,22 +133,26 @@ def compare(run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str
     }
 
 
-def details(run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str, Any],
-            benchmark: dict[str, Any] | None) -> dict[str, Any]:
+def details(
+    run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str, Any], benchmark: dict[str, Any] | None
+) -> dict[str, Any]:
     """What the compact comparison leaves out: how to read it, both speedups with their intervals, both runs' times,
     scores, load and environments."""
     return {
         "note": INTERLEAVED_NOTE,
         "speedups": speedups(run, reference, benchmark),
         "quality": in_words(evaluation["paired"], run["strategy"], reference["strategy"])
-        if "paired" in evaluation else None,
+        if "paired" in evaluation
+        else None,
         "data_origin": run["data_origin"],
         "train_time_s": {"run": run["train_time_s"], "reference": reference["train_time_s"]},
         "wall_time_s": {"run": run.get("wall_time_s"), "reference": reference.get("wall_time_s")},
         "devices": run["devices"],
         "evaluation": evaluation,
         "benchmark_reference": REFERENCE,
-        "load": {role: {"other_cpu_share": record["other_cpu_share"], "load_average_1m": record["load_average_1m"]}
-                 for role, record in (("run", run), ("reference", reference))},
+        "load": {
+            role: {"other_cpu_share": record["other_cpu_share"], "load_average_1m": record["load_average_1m"]}
+            for role, record in (("run", run), ("reference", reference))
+        },
         "environment": {"run": run["environment"], "reference": reference["environment"]},
     }

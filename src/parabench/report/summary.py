@@ -1,6 +1,6 @@
 """What `make run` prints at the end: each workload's comparison and benchmark on one screen, and where files are.
 
-    python -m parabench.report.summary
+python -m parabench.report.summary
 """
 
 import textwrap
@@ -15,11 +15,13 @@ from parabench.report.answers import fastest_sentence
 from parabench.workloads import WORKLOADS
 
 WIDTH = 120
-SPEEDUPS = ("speedups over the reference: speedup, the headline, from the benchmark's interleaved rounds with its 95% "
-            "interval (marked * where the benchmark did not time the strategy: then from the training runs); "
-            "training_runs, the two runs' median steps, timed minutes apart; agree: whether the two figures' 95% "
-            "intervals overlap (results/speedup has both); end_to_end, the jobs' wall times: start-up and the "
-            "evaluation after each epoch included")
+SPEEDUPS = (
+    "speedups over the reference: speedup, the headline, from the benchmark's interleaved rounds with its 95% "
+    "interval (marked * where the benchmark did not time the strategy: then from the training runs); "
+    "training_runs, the two runs' median steps, timed minutes apart; agree: whether the two figures' 95% "
+    "intervals overlap (results/speedup has both); end_to_end, the jobs' wall times: start-up and the "
+    "evaluation after each epoch included"
+)
 WHERE = """Files: metrics/ (what `dvc metrics show` and `dvc exp show` compare), results/ (every figure with its
 environment, load and per-rank memory), plots/ (`dvc plots show`; plots/figures holds the benchmark and sweep
 charts), models/ (trained weights)."""
@@ -52,9 +54,15 @@ def comparison(workloads: list[str]) -> tuple[list[dict], list[str], list[str]]:
         both = more["speedups"]
         low, high = both["speedup_ci95"]
         mark = "" if both["speedup_from"] == "benchmark" else "*"
-        rows.append({**row, "speedup": f"{both['speedup']:.2f} ({low:.2f}-{high:.2f}){mark}",
-                     "training_runs": both["speedup_training_runs"], "agree": both["speedups_agree"],
-                     "end_to_end": figures["speedup_end_to_end"]})
+        rows.append(
+            {
+                **row,
+                "speedup": f"{both['speedup']:.2f} ({low:.2f}-{high:.2f}){mark}",
+                "training_runs": both["speedup_training_runs"],
+                "agree": both["speedups_agree"],
+                "end_to_end": figures["speedup_end_to_end"],
+            }
+        )
         if figures["contended"]:
             verdicts.append(f"  {name}: CONTENDED: other programs took over 10% of the CPU while it was timed")
         origins.append(f"  {name}: {more['data_origin']}")
@@ -68,25 +76,30 @@ def benchmark_rows(workloads: list[str]) -> list[dict]:
         for path in sorted(Path(benchmark_metrics_dir(name)).glob("*.json")):
             figures = read_json(path)
             rate = next((key for key in figures if key.endswith("s_per_s")), None)
-            rows.append({
-                "workload": name,
-                "cell": path.stem,
-                "per_s": figures[rate] if rate else "skipped",
-                "speedup": figures.get("speedup"),
-                "verdict": figures.get("speedup_verdict"),
-                "efficiency": figures.get("scaling_efficiency"),
-                "vs_ceiling": figures.get("efficiency_vs_ceiling"),
-                "comm_share": figures.get("communication_share"),
-                "contended": figures.get("contended"),
-            })
+            rows.append(
+                {
+                    "workload": name,
+                    "cell": path.stem,
+                    "per_s": figures[rate] if rate else "skipped",
+                    "speedup": figures.get("speedup"),
+                    "verdict": figures.get("speedup_verdict"),
+                    "efficiency": figures.get("scaling_efficiency"),
+                    "vs_ceiling": figures.get("efficiency_vs_ceiling"),
+                    "comm_share": figures.get("communication_share"),
+                    "contended": figures.get("contended"),
+                }
+            )
     return rows
 
 
 def answers(workloads: list[str]) -> list[str]:
     """Per workload, the benchmark's answer: the fastest strategy beyond the noise (or the tie), the A/A control,
     the ceiling, and the cells flagged as not an answer."""
-    return [f"  {name}: {fastest_sentence(name, read_json(results_file('benchmark', name)))}" for name in workloads
-            if results_file("benchmark", name).exists()]
+    return [
+        f"  {name}: {fastest_sentence(name, read_json(results_file('benchmark', name)))}"
+        for name in workloads
+        if results_file("benchmark", name).exists()
+    ]
 
 
 def input_rows(workloads: list[str]) -> list[dict]:
@@ -99,8 +112,15 @@ def input_rows(workloads: list[str]) -> list[dict]:
             continue
         unit, environment = single["unit"], single["environment"]
         transform, train = (environment[f"{kind}_{unit}s_per_s_per_process"] for kind in ("transform", "train"))
-        rows.append({"workload": name, "unit": unit, "transform_per_s": transform, "train_step_per_s": train,
-                     "headroom": transform / train})
+        rows.append(
+            {
+                "workload": name,
+                "unit": unit,
+                "transform_per_s": transform,
+                "train_step_per_s": train,
+                "headroom": transform / train,
+            }
+        )
     return rows
 
 
@@ -111,10 +131,17 @@ def sweep_rows(sweeps: list[str]) -> list[dict]:
         if not path.exists():
             continue
         for curve, figures in read_json(path)["curves"].items():
-            rows.append({"sweep": path.stem, "curve": curve, "best_value": figures["best_value"],
-                         "s_per_step": figures["best_median_s"], "vs_single": figures["speedup"],
-                         "vs_model_parallel": figures["speedup_vs_model_parallel"],
-                         "vs_largest_value": figures["speedup_vs_largest_value"]})
+            rows.append(
+                {
+                    "sweep": path.stem,
+                    "curve": curve,
+                    "best_value": figures["best_value"],
+                    "s_per_step": figures["best_median_s"],
+                    "vs_single": figures["speedup"],
+                    "vs_model_parallel": figures["speedup_vs_model_parallel"],
+                    "vs_largest_value": figures["speedup_vs_largest_value"],
+                }
+            )
     return rows
 
 

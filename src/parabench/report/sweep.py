@@ -14,8 +14,10 @@ from parabench.paths import results_file, sweep_figure_file, sweep_metrics_dir, 
 from parabench.report.sweep_figure import draw
 from parabench.runtime.environment import machine_line
 
-INPROCESS_ON_CPU = ("the in-process engine on the CPU: one process runs the stages in turn, so they cannot overlap; "
-                    "only the distributed engine (one process per stage) can")
+INPROCESS_ON_CPU = (
+    "the in-process engine on the CPU: one process runs the stages in turn, so they cannot overlap; "
+    "only the distributed engine (one process per stage) can"
+)
 
 
 TABLE_COLUMNS = ["value", "median_s", "p25_s", "p75_s"]
@@ -29,12 +31,19 @@ def curve_tables(points: list[SweepPoint], results: list[dict[str, Any]]) -> dic
         if point.value is None or figures["status"] != "ran":
             continue
         steps = figures["step_time_s"]
-        rows[point.curve].append({
-            "value": point.value, "median_s": steps["median"], "p25_s": steps["p25"], "p75_s": steps["p75"],
-            f"{figures['unit']}s_per_s": figures["rate"],
-        })
-    return {curve: pd.DataFrame(curve_rows, columns=None if curve_rows else TABLE_COLUMNS)
-            for curve, curve_rows in rows.items()}
+        rows[point.curve].append(
+            {
+                "value": point.value,
+                "median_s": steps["median"],
+                "p25_s": steps["p25"],
+                "p75_s": steps["p75"],
+                f"{figures['unit']}s_per_s": figures["rate"],
+            }
+        )
+    return {
+        curve: pd.DataFrame(curve_rows, columns=None if curve_rows else TABLE_COLUMNS)
+        for curve, curve_rows in rows.items()
+    }
 
 
 def reference_lines(points: list[SweepPoint], results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -42,14 +51,19 @@ def reference_lines(points: list[SweepPoint], results: list[dict[str, Any]]) -> 
     lines = {}
     for point, figures in zip(points, results, strict=True):
         if point.value is None:
-            lines[point.curve] = ({"median_s": figures["step_time_s"]["median"], "p25_s": figures["step_time_s"]["p25"],
-                                   "p75_s": figures["step_time_s"]["p75"]}
-                                  if figures["status"] == "ran" else {"skipped": figures["reason"]})
+            lines[point.curve] = (
+                {
+                    "median_s": figures["step_time_s"]["median"],
+                    "p25_s": figures["step_time_s"]["p25"],
+                    "p75_s": figures["step_time_s"]["p75"],
+                }
+                if figures["status"] == "ran"
+                else {"skipped": figures["reason"]}
+            )
     return lines
 
 
-def curve_summary(table: pd.DataFrame, lines: dict[str, dict[str, Any]], engine_note: str | None
-                  ) -> dict[str, Any]:
+def curve_summary(table: pd.DataFrame, lines: dict[str, dict[str, Any]], engine_note: str | None) -> dict[str, Any]:
     """The curve's fastest value, and how much faster it is (> 1: faster) than single (`speedup`, as in the
     benchmark), model_parallel, and the curve's own largest value (for a split size: the whole batch); or, when no
     value could run on this hardware, status `skipped`."""
@@ -89,28 +103,60 @@ def plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def write_sweep(name: str, sweep: Sweep, scale: str, points: list[SweepPoint], results: list[dict[str, Any]],
-                stage: StageTime, environment: dict[str, Any]) -> None:
+def write_sweep(
+    name: str,
+    sweep: Sweep,
+    scale: str,
+    points: list[SweepPoint],
+    results: list[dict[str, Any]],
+    stage: StageTime,
+    environment: dict[str, Any],
+) -> None:
     """Every output of a sweep, from its cells' figures (report.benchmark.summarize_cells, one per point): a CSV and
     a metrics JSON per curve, the figure, and the full results (with where the stage's time went, on `environment`,
     the machine that timed it)."""
     tables, lines = curve_tables(points, results), reference_lines(points, results)
-    notes = {point.curve: engine_note(figures.get("strategy_details", {}))
-             for point, figures in zip(points, results) if point.value is not None and figures["status"] == "ran"}
+    notes = {
+        point.curve: engine_note(figures.get("strategy_details", {}))
+        for point, figures in zip(points, results)
+        if point.value is not None and figures["status"] == "ran"
+    }
     summaries = {curve: curve_summary(table, lines, notes.get(curve)) for curve, table in tables.items()}
-    skipped = [f"{point.curve} {sweep.param}={point.value} skipped: {figures['reason'].splitlines()[0]}"
-               for point, figures in zip(points, results) if figures["status"] == "skipped"]
+    skipped = [
+        f"{point.curve} {sweep.param}={point.value} skipped: {figures['reason'].splitlines()[0]}"
+        for point, figures in zip(points, results)
+        if figures["status"] == "skipped"
+    ]
     for curve, table in tables.items():
-        write_atomic(sweep_table_dir(name) / f"{curve}.csv",
-                     lambda tmp, table=table: table.to_csv(tmp, index=False, float_format="%.6g"))
-    title = (f"{sweep.workload}: {sweep.strategy} over {sweep.param} ({name}, {scale} scale)\n"
-             f"measured on {machine_line(environment)}")
-    draw(title, sweep.param, tables, lines, [*sorted({note for note in notes.values() if note}), *skipped],
-         sweep_figure_file(name))
-    write_json(results_file("sweep", name), {
-        "sweep": sweep.model_dump(), "scale": scale, "curves": summaries, "reference_lines": lines,
-        "skipped": skipped, "stage": stage.shares(),
-        "cells": [{"curve": point.curve, "value": point.value, **figures} for point, figures in zip(points, results)],
-    })
+        write_atomic(
+            sweep_table_dir(name) / f"{curve}.csv",
+            lambda tmp, table=table: table.to_csv(tmp, index=False, float_format="%.6g"),
+        )
+    title = (
+        f"{sweep.workload}: {sweep.strategy} over {sweep.param} ({name}, {scale} scale)\n"
+        f"measured on {machine_line(environment)}"
+    )
+    draw(
+        title,
+        sweep.param,
+        tables,
+        lines,
+        [*sorted({note for note in notes.values() if note}), *skipped],
+        sweep_figure_file(name),
+    )
+    write_json(
+        results_file("sweep", name),
+        {
+            "sweep": sweep.model_dump(),
+            "scale": scale,
+            "curves": summaries,
+            "reference_lines": lines,
+            "skipped": skipped,
+            "stage": stage.shares(),
+            "cells": [
+                {"curve": point.curve, "value": point.value, **figures} for point, figures in zip(points, results)
+            ],
+        },
+    )
     for curve, summary in summaries.items():
         write_json(sweep_metrics_dir(name) / f"{curve}.json", compact(summary))

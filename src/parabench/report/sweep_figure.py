@@ -7,26 +7,33 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.figure import Figure
 
-from parabench.io import write_atomic  # noqa: E402
-from parabench.report.figure_notes import add_notes  # noqa: E402
+from parabench.io import write_atomic
+from parabench.report.figure_notes import add_notes
 
 LINE_COLOURS = {"single": "#555555", "model_parallel": "#c44e52"}
 
 
-def draw(title: str, param: str, tables: dict[str, pd.DataFrame], lines: dict[str, dict[str, Any]],
-         notes: list[str], path: Path) -> None:
+def draw(
+    title: str,
+    param: str,
+    tables: dict[str, pd.DataFrame],
+    lines: dict[str, dict[str, Any]],
+    notes: list[str],
+    path: Path,
+) -> None:
     """Write the sweep's figure as a PNG."""
     figure = sweep_figure(title, param, tables, lines, notes)
     write_atomic(path, lambda tmp: figure.savefig(tmp, format="png", dpi=110, bbox_inches="tight"))
     plt.close(figure)
 
 
-def sweep_figure(title: str, param: str, tables: dict[str, pd.DataFrame], lines: dict[str, dict[str, Any]],
-                 notes: list[str]) -> Figure:
+def sweep_figure(
+    title: str, param: str, tables: dict[str, pd.DataFrame], lines: dict[str, dict[str, Any]], notes: list[str]
+) -> Figure:
     """One line per curve with p25-p75 error bars; a dashed line per reference that ran; notes under the chart."""
     figure, axis = plt.subplots(figsize=(7, 4.5))
     values: list[Any] = []

@@ -55,17 +55,22 @@ def step_parts(phase_durations: list[list[dict[str, float]]]) -> list[dict[str, 
     for ranks in zip(*phase_durations, strict=True):
         own = [sum(phases.values()) for phases in ranks]
         slowest = max(own)
-        parts.append({**{phase: statistics.fmean(phases[phase] for phases in ranks) for phase in PHASES},
-                      "idle": statistics.fmean(slowest - time for time in own)})
+        parts.append(
+            {
+                **{phase: statistics.fmean(phases[phase] for phases in ranks) for phase in PHASES},
+                "idle": statistics.fmean(slowest - time for time in own),
+            }
+        )
     return parts
 
 
 def typical_parts(runs: list[dict[str, Any]]) -> dict[str, float]:
     """Each part's mean over the typical steps of every run (round) of a cell: the central half of its timed steps
     by duration, where its median step lies (a part's own median would not add up with the others')."""
-    steps = sorted((parts for run in runs for parts in step_parts(run["phase_durations"])),
-                   key=lambda parts: sum(parts.values()))
-    typical = steps[len(steps) // 4: len(steps) - len(steps) // 4]
+    steps = sorted(
+        (parts for run in runs for parts in step_parts(run["phase_durations"])), key=lambda parts: sum(parts.values())
+    )
+    typical = steps[len(steps) // 4 : len(steps) - len(steps) // 4]
     return {part: statistics.fmean(step[part] for step in typical) for part in typical[0]}
 
 
@@ -73,8 +78,11 @@ def pipeline_bound(stage_seconds: list[float], micro_batches: int) -> dict[str, 
     """The least a pipeline's step can take, m x slowest + (sum - slowest), as the work shared evenly (`compute`),
     the stages' `imbalance` and the `bubble` (module docstring)."""
     slowest, mean = max(stage_seconds), statistics.fmean(stage_seconds)
-    return {"compute": micro_batches * mean, "imbalance": micro_batches * (slowest - mean),
-            "bubble": sum(stage_seconds) - slowest}
+    return {
+        "compute": micro_batches * mean,
+        "imbalance": micro_batches * (slowest - mean),
+        "bubble": sum(stage_seconds) - slowest,
+    }
 
 
 def cut_parts(details: dict[str, Any], forward_backward: float) -> dict[str, float] | None:
@@ -92,8 +100,9 @@ def cut_parts(details: dict[str, Any], forward_backward: float) -> dict[str, flo
     return parts | {"communication": max(0.0, forward_backward - sum(parts.values()))}
 
 
-def time_split(runs: list[dict[str, Any]], strategy: str, communicates: bool, data_parallel: bool,
-               compute_beside: float | None) -> dict[str, Any]:
+def time_split(
+    runs: list[dict[str, Any]], strategy: str, communicates: bool, data_parallel: bool, compute_beside: float | None
+) -> dict[str, Any]:
     """The split of a cell's median step: `communicates` false for a run with nothing to communicate (one device,
     the ceiling's copies); `compute_beside`, for a data-parallel strategy, the ceiling copies' forward and backward
     on the same devices (None where no comparable ceiling ran)."""

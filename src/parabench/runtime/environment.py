@@ -46,10 +46,14 @@ def gpu_names() -> list[str]:
 
 def gpus() -> list[dict[str, Any]]:
     """Each GPU torch can use: its name, compute capability (major.minor) and memory in bytes."""
-    return [{"name": torch.cuda.get_device_name(index),
-             "compute_capability": "{}.{}".format(*torch.cuda.get_device_capability(index)),
-             "memory_bytes": torch.cuda.get_device_properties(index).total_memory}
-            for index in range(torch.cuda.device_count())]
+    return [
+        {
+            "name": torch.cuda.get_device_name(index),
+            "compute_capability": "{}.{}".format(*torch.cuda.get_device_capability(index)),
+            "memory_bytes": torch.cuda.get_device_properties(index).total_memory,
+        }
+        for index in range(torch.cuda.device_count())
+    ]
 
 
 def nvidia_driver_version() -> str | None:
@@ -125,8 +129,10 @@ def machine_line(identity: dict[str, Any]) -> str:
     GPUs, torch and CUDA versions."""
     gpu_names = [gpu["name"] for gpu in identity["gpus"]]
     gpu_text = f"{len(gpu_names)} x {gpu_names[0]}" if len(set(gpu_names)) == 1 else ", ".join(gpu_names) or "no GPU"
-    return (f"{identity['cpu_model']} ({identity['cpu_capability']}), {identity['cores']} cores, {gpu_text}, "
-            f"torch {identity['torch']}, CUDA {identity['cuda']}")
+    return (
+        f"{identity['cpu_model']} ({identity['cpu_capability']}), {identity['cores']} cores, {gpu_text}, "
+        f"torch {identity['torch']}, CUDA {identity['cuda']}"
+    )
 
 
 def describe(machine: Machine, processes: int, threads: int, distributed: bool) -> dict[str, Any]:

@@ -23,8 +23,9 @@ WATCHDOG_TIMEOUT = re.compile(
 # NCCL work: 388" (a rank that saw another's timeout), "Timeout at NCCL work: 389, last enqueued NCCL work: 389".
 LAST_ENQUEUED = re.compile(r"\bRank (?P<rank>\d+)\] .*?[Ll]ast enqueued (?:NCCL )?work: (?P<seq>-?\d+)")
 # Every rank the stderr names: c10's "[rank1]:" line prefix, NCCL's "Rank 1]" tags, torchrun's "rank : 1" entries.
-NAMED_RANK = re.compile(r"\[rank(?P<prefix>\d+)\]:|\bRank (?P<tag>\d+)\]|^\s*rank\s*:\s*(?P<entry>\d+) \(local_rank",
-                        re.MULTILINE)
+NAMED_RANK = re.compile(
+    r"\[rank(?P<prefix>\d+)\]:|\bRank (?P<tag>\d+)\]|^\s*rank\s*:\s*(?P<entry>\d+) \(local_rank", re.MULTILINE
+)
 
 
 def said_it_stopped(stderr_tail: str) -> bool:
@@ -58,8 +59,9 @@ def collective_timeout(stderr_tail: str, killed: list[str] | None = None) -> Col
     seq = int(first["seq"])
     reached = {int(timeout["rank"]) for timeout in timeouts if int(timeout["seq"]) >= seq}
     reached |= {int(line["rank"]) for line in LAST_ENQUEUED.finditer(stderr_tail) if int(line["seq"]) >= seq}
-    named = {int(next(rank for rank in match.groups() if rank is not None))
-             for match in NAMED_RANK.finditer(stderr_tail)}
+    named = {
+        int(next(rank for rank in match.groups() if rank is not None)) for match in NAMED_RANK.finditer(stderr_tail)
+    }
     named |= {int(rank) for rank in killed or []}
     return CollectiveTimeout(seq=seq, op=first["op"], waited=sorted(reached), missing=sorted(named - reached))
 
@@ -71,8 +73,9 @@ def ranks_named(ranks: list[int]) -> str:
     return f"ranks {', '.join(map(str, ranks[:-1]))} and {ranks[-1]}"
 
 
-def failure_message(what: str, status: int, stderr_tail: str, hung: list[str] | None = None,
-                    last_step: str | None = None) -> str:
+def failure_message(
+    what: str, status: int, stderr_tail: str, hung: list[str] | None = None, last_step: str | None = None
+) -> str:
     """Which worker failed first and how (from torchrun's summary when there is one), where the ranks that
     noticed it stopped (their `error: rank N stopped at ...` lines), and what to do. When NCCL's watchdog timed a
     collective out, the ranks that never reached it instead: torchrun blames the first waiting rank NCCL aborted."""
@@ -111,8 +114,11 @@ def failure_message(what: str, status: int, stderr_tail: str, hung: list[str] | 
 def timeout_message(what: str, timeout: CollectiveTimeout, where: str, killed: bool) -> str:
     """Which ranks never reached the collective NCCL's watchdog timed out, which waited in it, and what to do."""
     collective = f"the collective (SeqNum {timeout.seq}, {timeout.op})"
-    ended = (f"the workers still running {STOP_GRACE_S:.0f} s later were killed" if killed
-             else "NCCL then aborted the waiting ranks")
+    ended = (
+        f"the workers still running {STOP_GRACE_S:.0f} s later were killed"
+        if killed
+        else "NCCL then aborted the waiting ranks"
+    )
     waited = f"{ranks_named(timeout.waited)} waited in it until NCCL's watchdog timed it out; {ended}"
     if not timeout.missing:
         return (

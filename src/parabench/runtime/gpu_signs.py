@@ -54,8 +54,9 @@ def nvidia_smi_gpus() -> list[str]:
     if command is None:
         return []
     try:
-        listing = subprocess.run([command, "-L"], capture_output=True, text=True, timeout=NVIDIA_SMI_TIMEOUT_S,
-                                 check=False)
+        listing = subprocess.run(
+            [command, "-L"], capture_output=True, text=True, timeout=NVIDIA_SMI_TIMEOUT_S, check=False
+        )
     except (OSError, subprocess.TimeoutExpired):
         return []
     return [line.strip() for line in listing.stdout.splitlines() if line.startswith("GPU ")]

@@ -81,7 +81,10 @@ def warn_of_unused_gpus() -> None:
         "node's GPUs, yet the node shows them (%s). Every timing of this run is a CPU timing. Install a torch build "
         "whose CUDA version the NVIDIA driver supports (nvidia-smi prints the highest it supports), or set "
         "hardware.accelerator: cpu to silence this, or cuda to make it an error.",
-        torch.__version__, torch.version.cuda or "none, a CPU-only build", "; ".join(signs))
+        torch.__version__,
+        torch.version.cuda or "none, a CPU-only build",
+        "; ".join(signs),
+    )
 
 
 def resolve(hardware: Hardware) -> Machine:

@@ -79,5 +79,8 @@ class StepMemory:
 
 def per_rank(peaks: list[dict[str, float]]) -> dict[str, float]:
     """Every rank's peaks in one mapping: `rank<r>` for a rank on one device, `rank<r> <device>` for each of several."""
-    return {(f"rank{rank}" if len(devices) == 1 else f"rank{rank} {device}"): round(mb, 1)
-            for rank, devices in enumerate(peaks) for device, mb in devices.items()}
+    return {
+        (f"rank{rank}" if len(devices) == 1 else f"rank{rank} {device}"): round(mb, 1)
+        for rank, devices in enumerate(peaks)
+        for device, mb in devices.items()
+    }

@@ -48,8 +48,12 @@ def start(machine: Machine) -> Process:
     else:
         device = torch.device("cpu")
     timeout = timedelta(seconds=machine.timeout_s)
-    dist.init_process_group(backend=machine.backend, device_id=device if device.type == "cuda" else None,
-                            timeout=timeout, **_store_of_this_attempt(timeout))
+    dist.init_process_group(
+        backend=machine.backend,
+        device_id=device if device.type == "cuda" else None,
+        timeout=timeout,
+        **_store_of_this_attempt(timeout),
+    )
     return Process(rank=dist.get_rank(), local_rank=local_rank, world_size=dist.get_world_size(), device=device)
 
 
@@ -62,10 +66,14 @@ def _store_of_this_attempt(timeout: timedelta) -> dict[str, Any]:
     restarts = restart_count()
     if restarts == 0 or os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
         return {}
-    agent_store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False,
-                                timeout=timeout)
-    return {"store": dist.PrefixStore(f"parabench/attempt-{restarts}", agent_store),
-            "rank": int(os.environ["RANK"]), "world_size": int(os.environ["WORLD_SIZE"])}
+    agent_store = dist.TCPStore(
+        os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False, timeout=timeout
+    )
+    return {
+        "store": dist.PrefixStore(f"parabench/attempt-{restarts}", agent_store),
+        "rank": int(os.environ["RANK"]),
+        "world_size": int(os.environ["WORLD_SIZE"]),
+    }
 
 
 def stop() -> None:

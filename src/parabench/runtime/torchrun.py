@@ -34,8 +34,13 @@ class Rendezvous:
     join_timeout_s: float
 
 
-def worker_command(module: str, args: list[str], processes_per_node: int | None, max_restarts: int = 0,
-                   rendezvous: Rendezvous | None = None) -> list[str]:
+def worker_command(
+    module: str,
+    args: list[str],
+    processes_per_node: int | None,
+    max_restarts: int = 0,
+    rendezvous: Rendezvous | None = None,
+) -> list[str]:
     """`python -m module args`, under torchrun when processes_per_node is set: single node with a standalone
     rendezvous, or several nodes meeting through torchrun's static rendezvous."""
     if processes_per_node is None:
@@ -43,13 +48,23 @@ def worker_command(module: str, args: list[str], processes_per_node: int | None,
     if rendezvous is None:
         meeting = ["--standalone", "--nnodes=1"]
     else:
-        meeting = [f"--nnodes={rendezvous.nodes}", f"--node-rank={rendezvous.node_rank}", "--rdzv-backend=static",
-                   f"--rdzv-endpoint={rendezvous.endpoint}", f"--rdzv-conf=timeout={rendezvous.join_timeout_s:g}"]
+        meeting = [
+            f"--nnodes={rendezvous.nodes}",
+            f"--node-rank={rendezvous.node_rank}",
+            "--rdzv-backend=static",
+            f"--rdzv-endpoint={rendezvous.endpoint}",
+            f"--rdzv-conf=timeout={rendezvous.join_timeout_s:g}",
+        ]
     return [
-        sys.executable, "-m", "torch.distributed.run", *meeting,
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        *meeting,
         f"--nproc-per-node={processes_per_node}",
         f"--max-restarts={max_restarts}",
-        "-m", module, *args,
+        "-m",
+        module,
+        *args,
     ]
 
 
@@ -85,8 +100,12 @@ class WorkerJob:
         self.what = what
         self._scratch = tempfile.TemporaryDirectory(prefix="parabench-workers-")
         self._progress = Path(self._scratch.name) / "progress.txt"
-        env = {**os.environ, "OMP_NUM_THREADS": str(threads), "TMPDIR": self._scratch.name,
-               PROGRESS_ENV: str(self._progress)}
+        env = {
+            **os.environ,
+            "OMP_NUM_THREADS": str(threads),
+            "TMPDIR": self._scratch.name,
+            PROGRESS_ENV: str(self._progress),
+        }
         self.process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, preexec_fn=_terminate_with_parent)
         self._tail, self._hung = "", None
         self._reader = threading.Thread(target=self._read_stderr, args=(max_restarts == 0,), daemon=True)
@@ -152,8 +171,12 @@ def _watch(process: subprocess.Popen[bytes], kill_after_stop: bool) -> tuple[str
             tail = (tail + chunk)[-TAIL_CHARS:]
             if kill_after_stop and stopped_since is None and said_it_stopped(tail.decode(errors="replace")):
                 stopped_since = time.monotonic()
-        if (stopped_since is not None and killed is None and process.poll() is None
-                and time.monotonic() - stopped_since > STOP_GRACE_S):
+        if (
+            stopped_since is not None
+            and killed is None
+            and process.poll() is None
+            and time.monotonic() - stopped_since > STOP_GRACE_S
+        ):
             killed = _kill_workers(process.pid)
     return tail.decode(errors="replace"), killed
 

@@ -71,7 +71,6 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
 
 STRATEGY = replica_per_device(
     "allreduce",
-    "hand-written data parallelism: one process per device, gradients all-reduced in flat buckets "
-    "after backward",
+    "hand-written data parallelism: one process per device, gradients all-reduced in flat buckets after backward",
     apply,
 )

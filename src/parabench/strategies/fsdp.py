@@ -27,8 +27,14 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
         """Gather the unsharded weights (a collective) onto rank 0's CPU, under the plain model's keys."""
         return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
 
-    return replica(model, model, process, forward_backward(model), full_state_dict,
-                   details={"sharded_blocks": len(list(model.children()))})
+    return replica(
+        model,
+        model,
+        process,
+        forward_backward(model),
+        full_state_dict,
+        details={"sharded_blocks": len(list(model.children()))},
+    )
 
 
 STRATEGY = replica_per_device(

@@ -72,8 +72,14 @@ def block_times(model: nn.Sequential, sample_inputs: Tensor, repeats: int = TIMI
     """
     if _remembered is None:
         return _measured_block_times(model, sample_inputs, repeats)
-    key = (tuple((type(block).__name__, *(tuple(p.shape) for p in block.parameters())) for block in model),
-           tuple(sample_inputs.shape), sample_inputs.dtype, str(sample_inputs.device), torch.get_num_threads(), repeats)
+    key = (
+        tuple((type(block).__name__, *(tuple(p.shape) for p in block.parameters())) for block in model),
+        tuple(sample_inputs.shape),
+        sample_inputs.dtype,
+        str(sample_inputs.device),
+        torch.get_num_threads(),
+        repeats,
+    )
     if key not in _remembered:
         _remembered[key] = _measured_block_times(model, sample_inputs, repeats)
     return list(_remembered[key])
@@ -124,13 +130,17 @@ class StageCut:
 
     def details(self) -> dict[str, object]:
         """What the metrics record about the cut."""
-        return {"cut": self.sizes, "balance": self.balance,
-                "stage_time_share": [round(share, 4) for share in self.stage_time_share],
-                "stage_seconds": [round(seconds, 6) for seconds in self.stage_seconds]}
+        return {
+            "cut": self.sizes,
+            "balance": self.balance,
+            "stage_time_share": [round(share, 4) for share in self.stage_time_share],
+            "stage_seconds": [round(seconds, 6) for seconds in self.stage_seconds],
+        }
 
 
-def choose_cut(model: nn.Sequential, balance: str, stages: int, sample_inputs: Tensor,
-               documented: Sequence[int] | None = None) -> StageCut:
+def choose_cut(
+    model: nn.Sequential, balance: str, stages: int, sample_inputs: Tensor, documented: Sequence[int] | None = None
+) -> StageCut:
     """Cut by `balance` into `stages` stages, timing every block on the sample: `time` makes the slowest stage's
     forward+backward time smallest, `parameters` the largest stage's parameter count, `seed` is the documented cut
     (stage_devices.check_stages has checked that there is one, into `stages` stages)."""
@@ -143,7 +153,7 @@ def choose_cut(model: nn.Sequential, balance: str, stages: int, sample_inputs: T
         assert documented is not None and len(documented) == stages, "checked by stage_devices.check_stages"
         sizes = list(documented)
     starts = list(accumulate(sizes, initial=0))
-    return StageCut(sizes, balance, [sum(times[start:start + size]) for start, size in zip(starts, sizes)])
+    return StageCut(sizes, balance, [sum(times[start : start + size]) for start, size in zip(starts, sizes)])
 
 
 def cut(model: nn.Sequential, sizes: Sequence[int]) -> list[nn.Sequential]:
@@ -155,4 +165,4 @@ def cut(model: nn.Sequential, sizes: Sequence[int]) -> list[nn.Sequential]:
     if sum(sizes) != len(model) or min(sizes) < 1:
         raise ValueError(f"the cut {list(sizes)} does not split the model's {len(model)} blocks into non-empty stages")
     starts = accumulate(sizes, initial=0)
-    return [model[start:start + size] for start, size in zip(starts, sizes)]
+    return [model[start : start + size] for start, size in zip(starts, sizes)]

@@ -23,8 +23,14 @@ def replica_per_device(
     )
 
 
-def replica(module: nn.Module, model: nn.Module, process: Process, train_step: TrainStep,
-            full_state_dict: Callable[[], dict[str, Tensor]], details: dict[str, Any] | None = None) -> Parallelized:
+def replica(
+    module: nn.Module,
+    model: nn.Module,
+    process: Process,
+    train_step: TrainStep,
+    full_state_dict: Callable[[], dict[str, Tensor]],
+    details: dict[str, Any] | None = None,
+) -> Parallelized:
     """This process's replica: it computes on its own device, on the rank-th of world_size shares of every batch."""
     return Parallelized(
         module=module,

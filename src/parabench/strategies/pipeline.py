@@ -80,7 +80,7 @@ def scheduled_step(stage: "PipelineStage", schedule_name: str, split_size: int, 
     from torch.distributed.pipelining import Schedule1F1B, ScheduleGPipe
 
     schedule_class = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}[schedule_name]
-    schedule: "PipelineScheduleSingle | None" = None
+    schedule: PipelineScheduleSingle | None = None
 
     def step(batch: Batch, loss_fn: LossFn) -> StepResult:
         nonlocal schedule
@@ -115,16 +115,23 @@ def apply_distributed(model: nn.Sequential, process: Process, setup: StrategySet
     as it measured.
     """
     stages = process.world_size
-    chosen = broadcast_object(stage_cut(model, setup, process.device, setup.pipeline.split_size, stages)
-                              if process.is_main else None)
+    chosen = broadcast_object(
+        stage_cut(model, setup, process.device, setup.pipeline.split_size, stages) if process.is_main else None
+    )
     submodule = cut(model, chosen.sizes)[process.rank].to(process.device)  # rank 0's cut: every rank cuts alike
     from torch.distributed.pipelining import PipelineStage
 
     stage = PipelineStage(submodule, process.rank, stages, process.device)
     schedule_name, split_size = setup.pipeline.schedule, setup.pipeline.split_size
-    details = {"engine": "distributed", "schedule": schedule_name, "split_size": split_size,
-               "stages": len(chosen.sizes), **chosen.details(), "devices_virtual": devices_virtual(setup),
-               "batchnorm": BATCHNORM}
+    details = {
+        "engine": "distributed",
+        "schedule": schedule_name,
+        "split_size": split_size,
+        "stages": len(chosen.sizes),
+        **chosen.details(),
+        "devices_virtual": devices_virtual(setup),
+        "batchnorm": BATCHNORM,
+    }
     return Parallelized(
         module=submodule,
         model=submodule,

@@ -19,8 +19,14 @@ def correct(outputs: Tensor, targets: Tensor) -> Tensor:
 
 
 @torch.no_grad()
-def hits(model: nn.Module, images: Tensor, labels: Tensor, to_inputs: Callable[[Tensor], Tensor], batch_size: int,
-         device: torch.device) -> Tensor:
+def hits(
+    model: nn.Module,
+    images: Tensor,
+    labels: Tensor,
+    to_inputs: Callable[[Tensor], Tensor],
+    batch_size: int,
+    device: torch.device,
+) -> Tensor:
     """1.0 for every image classified correctly, else 0.0, with the model in evaluation mode."""
     was_training = model.training
     model.eval()
@@ -77,5 +83,6 @@ class LabelledImages(WorkloadData):
 
     def test_hits(self, model: nn.Module, device: torch.device, count: int | None = None) -> Tensor:
         """`hits` on the first `count` test images (None: all of them)."""
-        return hits(model, self.test_images[:count], self.test_labels[:count], self.test_inputs,
-                    self.eval_batch_size, device)
+        return hits(
+            model, self.test_images[:count], self.test_labels[:count], self.test_inputs, self.eval_batch_size, device
+        )

@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
@@ -40,12 +40,17 @@ class TrainSettings(BaseModel):
 def cosine_with_warmup(warmup_steps: int, total_steps: int) -> Callable[[int], float]:
     """The learning rate's factor after `step` optimiser steps: up in a straight line over the warm-up, then half a
     cosine down to 0 at the last step."""
+
     def factor(step: int) -> float:
         if step < warmup_steps:
             return (step + 1) / warmup_steps
         progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
         return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
     return factor
+
+
+SettingsT = TypeVar("SettingsT", bound=TrainSettings)
 
 
 @dataclass(frozen=True)
@@ -132,8 +137,9 @@ class WorkloadData(ABC):
         return {f"{split}_{self.score_name}": mean, f"{split}_{self.score_name}_ci95": interval}
 
 
-class Workload(ABC):
-    """What to build and train: a plain model, its optimiser and parameter groups, its data and settings."""
+class Workload(ABC, Generic[SettingsT]):
+    """What to build and train: a plain model, its optimiser and parameter groups, its data and settings (of type
+    SettingsT, the workload's own subclass of TrainSettings)."""
 
     name: ClassVar[str]
     dataset: ClassVar[str | None]  # the dataset stages it needs; None for synthetic data
@@ -142,46 +148,50 @@ class Workload(ABC):
     primary_metric: ClassVar[str | None]  # the evaluate() key that speedup and report compare; None: time only
 
     @abstractmethod
-    def build_model(self, settings: TrainSettings) -> nn.Sequential:
+    def build_model(self, settings: SettingsT) -> nn.Sequential:
         """The architecture as ordered blocks: no weights read, no device, no rank."""
 
     @abstractmethod
-    def unit_shape(self, settings: TrainSettings) -> tuple[int, ...]:
+    def unit_shape(self, settings: SettingsT) -> tuple[int, ...]:
         """The shape of one unit of model input after `transform` (for strategies that time blocks)."""
 
-    def documented_cut(self, settings: TrainSettings) -> tuple[int, ...] | None:
+    def documented_cut(self, settings: SettingsT) -> tuple[int, ...] | None:
         """Blocks per stage where the seed document cuts the model by hand (partition.balance `seed`); none."""
         return None
 
-    def choices_beside_metrics(self, settings: TrainSettings) -> dict[str, str]:
+    def choices_beside_metrics(self, settings: SettingsT) -> dict[str, str]:
         """Choices a reader must see beside every metric of the workload (e.g. which pretrained weights); none."""
         return {}
 
-    def prefetch(self, settings: TrainSettings) -> None:
+    def prefetch(self, settings: SettingsT) -> None:
         """Get what `initialize` reads (e.g. pretrained weights) once, before any worker starts, or stop with what
         to do; nothing by default."""
 
-    def initialize(self, model: nn.Module, settings: TrainSettings) -> None:
+    def initialize(self, model: nn.Module, settings: SettingsT) -> None:
         """Load weights into the freshly built model before a strategy applies (e.g. pretrained); none by default."""
 
-    def param_groups(self, named_parameters: Iterable[tuple[str, nn.Parameter]],
-                     settings: TrainSettings) -> list[ParamGroup]:
+    def param_groups(
+        self, named_parameters: Iterable[tuple[str, nn.Parameter]], settings: SettingsT
+    ) -> list[ParamGroup]:
         """How the parameters share learning rates, by the plain model's names; one group by default."""
         return [ParamGroup(params=[parameter for _, parameter in named_parameters])]
 
     @abstractmethod
-    def optimizer(self, groups: list[dict], settings: TrainSettings) -> torch.optim.Optimizer:
+    def optimizer(self, groups: list[dict], settings: SettingsT) -> torch.optim.Optimizer:
         """The optimiser over torch parameter groups (each already holding its `lr`)."""
 
-    def lr_schedule(self, optimizer: torch.optim.Optimizer, settings: TrainSettings,
-                    steps_per_epoch: int) -> torch.optim.lr_scheduler.LRScheduler | None:
+    def lr_schedule(
+        self, optimizer: torch.optim.Optimizer, settings: SettingsT, steps_per_epoch: int
+    ) -> torch.optim.lr_scheduler.LRScheduler | None:
         """A schedule stepped after every optimiser step: settings.lr_schedule (none for `constant`)."""
         if settings.lr_schedule == "constant":
             return None
-        return torch.optim.lr_scheduler.LambdaLR(optimizer, cosine_with_warmup(
-            round(settings.lr_warmup_epochs * steps_per_epoch), settings.epochs * steps_per_epoch))
+        return torch.optim.lr_scheduler.LambdaLR(
+            optimizer,
+            cosine_with_warmup(round(settings.lr_warmup_epochs * steps_per_epoch), settings.epochs * steps_per_epoch),
+        )
 
     @abstractmethod
-    def open(self, prepared: Path | None, settings: TrainSettings) -> WorkloadData:
+    def open(self, prepared: Path | None, settings: SettingsT) -> WorkloadData:
         """Open the prepared data. A synthetic workload draws its data when `prepared` is None; given a prepared
         dataset's folder (params.yaml `inputs`), it times on that dataset's training images instead."""

@@ -60,7 +60,7 @@ class FashionMnistData(LabelledImages):
         return to_inputs(images)
 
 
-class FashionMnist(Workload):
+class FashionMnist(Workload[FashionMnistSettings]):
     """Seed 003's experiment: classify Fashion-MNIST with d2l's ResNet-18, SGD, cross-entropy."""
 
     name = "fashion_mnist"
@@ -81,9 +81,16 @@ class FashionMnist(Workload):
         assert prepared is not None
         data = FASHION_MNIST.load_prepared(prepared)
         train, test = data.splits["train"], data.splits["test"]
-        train_images, train_labels = fixed_subset(torch.from_numpy(train.images), torch.from_numpy(train.labels),
-                                                  settings.train_subset, settings.seed)
-        return FashionMnistData(train_images, train_labels, torch.from_numpy(test.images),
-                                torch.from_numpy(test.labels), settings.eval_batch_size,
-                                FASHION_MNIST.origin_sentence(data.provenance), provenance_record=data.provenance,
-                                epoch_test_images=settings.epoch_test_images)
+        train_images, train_labels = fixed_subset(
+            torch.from_numpy(train.images), torch.from_numpy(train.labels), settings.train_subset, settings.seed
+        )
+        return FashionMnistData(
+            train_images,
+            train_labels,
+            torch.from_numpy(test.images),
+            torch.from_numpy(test.labels),
+            settings.eval_batch_size,
+            FASHION_MNIST.origin_sentence(data.provenance),
+            provenance_record=data.provenance,
+            epoch_test_images=settings.epoch_test_images,
+        )

@@ -45,16 +45,20 @@ class HotdogSettings(TrainSettings):
     @model_validator(mode="after")
     def _momentum_is_sgds(self) -> "HotdogSettings":
         if self.optimizer != "sgd" and self.momentum != 0:
-            raise ValueError(f"momentum: {self.momentum} is SGD's, and optimizer is '{self.optimizer}' (which keeps "
-                             "its own moving averages): set momentum: 0 or optimizer: sgd")
+            raise ValueError(
+                f"momentum: {self.momentum} is SGD's, and optimizer is '{self.optimizer}' (which keeps "
+                "its own moving averages): set momentum: 0 or optimizer: sgd"
+            )
         return self
 
     @field_validator("pretrained")
     @classmethod
     def _known_choice_or_file(cls, value: str) -> str:
         if value not in (IMAGENET_CHOICE, NO_WEIGHTS) and not Path(value).is_file():
-            raise ValueError(f"'{value}' is neither '{IMAGENET_CHOICE}' (torchvision's ImageNet weights), "
-                             f"'{NO_WEIGHTS}' (random initialisation) nor an existing .pth file")
+            raise ValueError(
+                f"'{value}' is neither '{IMAGENET_CHOICE}' (torchvision's ImageNet weights), "
+                f"'{NO_WEIGHTS}' (random initialisation) nor an existing .pth file"
+            )
         return value
 
 
@@ -75,7 +79,7 @@ class HotdogData(LabelledImages):
         return eval_views(images, self.image_size)
 
 
-class Hotdog(Workload):
+class Hotdog(Workload[HotdogSettings]):
     """Seed 002's experiment: fine-tune an ImageNet ResNet-18 to tell hot dogs from other food."""
 
     name = "hotdog"
@@ -123,7 +127,14 @@ class Hotdog(Workload):
         assert prepared is not None
         data = HOTDOG.load_prepared(prepared)
         train, test = data.splits["train"], data.splits["test"]
-        return HotdogData(torch.from_numpy(train.images), torch.from_numpy(train.labels),
-                          torch.from_numpy(test.images), torch.from_numpy(test.labels), settings.eval_batch_size,
-                          HOTDOG.origin_sentence(data.provenance), settings.image_size, settings.crop_scale,
-                          provenance_record=data.provenance)
+        return HotdogData(
+            torch.from_numpy(train.images),
+            torch.from_numpy(train.labels),
+            torch.from_numpy(test.images),
+            torch.from_numpy(test.labels),
+            settings.eval_batch_size,
+            HOTDOG.origin_sentence(data.provenance),
+            settings.image_size,
+            settings.crop_scale,
+            provenance_record=data.provenance,
+        )

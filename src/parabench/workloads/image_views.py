@@ -17,8 +17,9 @@ def normalized(images: Tensor) -> Tensor:
     """uint8 images (..., 3, H, W) to floats normalised with ImageNet's mean and deviation."""
     from torchvision.transforms import v2  # on use: its import costs 1.2 s (torch._dynamo)
 
-    return v2.functional.normalize(v2.functional.to_dtype(images, torch.float32, scale=True),
-                                   list(IMAGENET_MEAN), list(IMAGENET_STD))
+    return v2.functional.normalize(
+        v2.functional.to_dtype(images, torch.float32, scale=True), list(IMAGENET_MEAN), list(IMAGENET_STD)
+    )
 
 
 def train_views(images: Tensor, unit_seeds: Tensor, size: int, min_scale: float = 0.08) -> Tensor:
@@ -27,8 +28,9 @@ def train_views(images: Tensor, unit_seeds: Tensor, size: int, min_scale: float 
     as 8% of a photo: hard on small or upscaled photos, whose detail is gone at that zoom."""
     from torchvision.transforms import v2  # on use: its import costs 1.2 s (torch._dynamo)
 
-    augment = v2.Compose([v2.RandomResizedCrop(size, scale=(min_scale, 1.0), antialias=True),
-                          v2.RandomHorizontalFlip()])
+    augment = v2.Compose(
+        [v2.RandomResizedCrop(size, scale=(min_scale, 1.0), antialias=True), v2.RandomHorizontalFlip()]
+    )
     views = []
     with torch.random.fork_rng(devices=[]):  # transforms.v2 draws from the CPU's default generator
         for image, seed in zip(images, unit_seeds.tolist(), strict=True):

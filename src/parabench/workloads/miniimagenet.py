@@ -48,8 +48,10 @@ class MiniImagenetSettings(TrainSettings):
     @model_validator(mode="after")
     def _one_schedule(self) -> "MiniImagenetSettings":
         if self.lr_step_size is not None and self.lr_schedule != "constant":
-            raise ValueError(f"lr_step_size: {self.lr_step_size} (StepLR) and lr_schedule: '{self.lr_schedule}' are "
-                             "two schedules; set lr_step_size: null or lr_schedule: constant")
+            raise ValueError(
+                f"lr_step_size: {self.lr_step_size} (StepLR) and lr_schedule: '{self.lr_schedule}' are "
+                "two schedules; set lr_step_size: null or lr_schedule: constant"
+            )
         return self
 
     @model_validator(mode="after")
@@ -132,7 +134,7 @@ class MiniImagenetData(WorkloadData):
         return torch.cat(accuracies)
 
 
-class MiniImagenet(Workload):
+class MiniImagenet(Workload[MiniImagenetSettings]):
     """Seed 000's experiment: a Relation Network learns to compare on miniImageNet episodes."""
 
     name = "miniimagenet"
@@ -149,8 +151,9 @@ class MiniImagenet(Workload):
     def optimizer(self, groups: list[dict], settings: MiniImagenetSettings) -> torch.optim.Optimizer:
         return torch.optim.Adam(groups, fused=True)
 
-    def lr_schedule(self, optimizer: torch.optim.Optimizer, settings: MiniImagenetSettings,
-                    steps_per_epoch: int) -> torch.optim.lr_scheduler.LRScheduler | None:
+    def lr_schedule(
+        self, optimizer: torch.optim.Optimizer, settings: MiniImagenetSettings, steps_per_epoch: int
+    ) -> torch.optim.lr_scheduler.LRScheduler | None:
         if settings.lr_step_size is None:
             return super().lr_schedule(optimizer, settings, steps_per_epoch)
         return torch.optim.lr_scheduler.StepLR(optimizer, step_size=settings.lr_step_size, gamma=settings.lr_gamma)
@@ -164,5 +167,10 @@ class MiniImagenet(Workload):
             split: sampler(data.splits[split], train_shape if split == "train" else eval_shape, settings.seed, split)
             for split in MINIIMAGENET.splits
         }
-        return MiniImagenetData(data.splits, samplers, settings, MINIIMAGENET.origin_sentence(data.provenance),
-                                provenance_record=data.provenance)
+        return MiniImagenetData(
+            data.splits,
+            samplers,
+            settings,
+            MINIIMAGENET.origin_sentence(data.provenance),
+            provenance_record=data.provenance,
+        )

@@ -34,8 +34,7 @@ def fetch_imagenet_weights() -> Path:
     cached.parent.mkdir(parents=True, exist_ok=True)
     prefix = torch.hub.HASH_REGEX.search(cached.name)
     try:
-        torch.hub.download_url_to_file(IMAGENET_URL, str(cached), prefix.group(1) if prefix else None,
-                                       progress=False)
+        torch.hub.download_url_to_file(IMAGENET_URL, str(cached), prefix.group(1) if prefix else None, progress=False)
     except (OSError, RuntimeError) as error:  # URLError and HTTPError are OSErrors; a hash mismatch a RuntimeError
         raise ConfigError(
             f"pretrained: 'imagenet' needs torchvision's ResNet18_Weights.IMAGENET1K_V1, which could not be "
@@ -52,12 +51,17 @@ def read_state_dict(path: Path) -> dict[str, Tensor]:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError) as error:
-        raise ConfigError(f"pretrained: {path} could not be read as a PyTorch state dict ({error}); give a .pth file "
-                          "saved with torch.save(model.state_dict(), path), or choose 'none' or 'imagenet'.") from error
-    if not isinstance(state, dict) or not all(isinstance(key, str) and isinstance(value, Tensor)
-                                              for key, value in state.items()):
-        raise ConfigError(f"pretrained: {path} holds a {type(state).__name__}, not a state dict (parameter names "
-                          "mapped to tensors); save one with torch.save(model.state_dict(), path).")
+        raise ConfigError(
+            f"pretrained: {path} could not be read as a PyTorch state dict ({error}); give a .pth file "
+            "saved with torch.save(model.state_dict(), path), or choose 'none' or 'imagenet'."
+        ) from error
+    if not isinstance(state, dict) or not all(
+        isinstance(key, str) and isinstance(value, Tensor) for key, value in state.items()
+    ):
+        raise ConfigError(
+            f"pretrained: {path} holds a {type(state).__name__}, not a state dict (parameter names "
+            "mapped to tensors); save one with torch.save(model.state_dict(), path)."
+        )
     return state
 
 
@@ -70,13 +74,21 @@ def load_backbone(model: nn.Module, state: dict[str, Tensor], path: Path) -> Non
     given = {key: value for key, value in state.items() if not key.startswith(f"{HEAD}.")}
     problems = _listed("missing", sorted(set(wanted) - set(given)))
     problems += _listed("unexpected", sorted(set(given) - set(wanted)))
-    problems += _listed("wrong shape", [f"{key} (file {tuple(given[key].shape)}, model {tuple(wanted[key].shape)})"
-                                        for key in wanted if key in given and given[key].shape != wanted[key].shape])
+    problems += _listed(
+        "wrong shape",
+        [
+            f"{key} (file {tuple(given[key].shape)}, model {tuple(wanted[key].shape)})"
+            for key in wanted
+            if key in given and given[key].shape != wanted[key].shape
+        ],
+    )
     if problems:
-        raise ConfigError(f"pretrained: {path} is not a state dict of torchvision's resnet18 backbone:\n"
-                          + "\n".join(problems)
-                          + "\nGive torchvision's resnet18 weights (keys like conv1.weight, "
-                          "layer1.0.bn1.running_mean), or choose 'none' or 'imagenet'.")
+        raise ConfigError(
+            f"pretrained: {path} is not a state dict of torchvision's resnet18 backbone:\n"
+            + "\n".join(problems)
+            + "\nGive torchvision's resnet18 weights (keys like conv1.weight, "
+            "layer1.0.bn1.running_mean), or choose 'none' or 'imagenet'."
+        )
     with torch.no_grad():
         for key, value in given.items():
             wanted[key].copy_(value)

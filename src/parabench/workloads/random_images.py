@@ -15,6 +15,10 @@ def random_images(units: int, shape: tuple[int, ...], num_classes: int, seed: in
     images = torch.randn((units, *shape), generator=generator)
     classes = torch.randint(0, num_classes, (units,), generator=generator)
     size = "x".join(str(length) for length in shape)
-    return TimingImages(images, classes, num_classes,
-                        f"synthetic: {units:,} random normal {size} images with random classes among {num_classes:,}; "
-                        f"drawn from seed {seed}, no dataset")
+    return TimingImages(
+        images,
+        classes,
+        num_classes,
+        f"synthetic: {units:,} random normal {size} images with random classes among {num_classes:,}; "
+        f"drawn from seed {seed}, no dataset",
+    )

@@ -37,7 +37,9 @@ def real_pixel_images(prepared: Path, units: int, image_size: int, num_classes: 
     classes = torch.randint(0, num_classes, (units,), generator=generator)
     repeats = f", each used up to {math.ceil(units / len(order))} times" if units > len(order) else ""
     summary = dataset.origin_summary(found.provenance)
-    origin = (f"real pixels: {units:,} training images of {summary}, resized to 3x{image_size}x{image_size}, with "
-              f"random classes among {num_classes:,} (images and classes chosen by seed {seed}{repeats}); "
-              f"{origin_source(found.provenance)}")
+    origin = (
+        f"real pixels: {units:,} training images of {summary}, resized to 3x{image_size}x{image_size}, with "
+        f"random classes among {num_classes:,} (images and classes chosen by seed {seed}{repeats}); "
+        f"{origin_source(found.provenance)}"
+    )
     return TimingImages(images, classes, num_classes, origin, provenance_record=found.provenance)

@@ -29,7 +29,7 @@ class Resnet50Settings(TrainSettings):
     num_batches: Annotated[int, Field(ge=1)]  # batches per run (epoch); seed 001: 3
 
 
-class Resnet50(Workload):
+class Resnet50(Workload[Resnet50Settings]):
     """Seed 001's experiment: how long ResNet-50 takes to train on one device, cut over two, and pipelined."""
 
     name = "resnet50"
