@@ -12,12 +12,13 @@ import yaml
 from tests.http_server import FileServer, running_file_server
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-LONGEST = ("test_pipeline_e2e.py", "test_pipeline_edits.py")  # the DVC tests: minutes, mostly one process at a time
+LONGEST = ("test_pipeline_e2e.py", "test_pipeline_edits.py", "test_types.py")  # the DVC tests (minutes, mostly
+# one process at a time), then mypy (half a minute from a cold cache), so none of them ends the run alone
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The DVC tests first, one file each: `make test` runs two workers (pytest-xdist, files in collection order), so
-    they start at once, one on each, and the rest fills in beside them instead of after them."""
+    """The longest files first: `make test` runs two workers (pytest-xdist, files in collection order), so the two
+    DVC tests start at once, one on each, mypy follows, and the rest fills in beside them instead of after them."""
     items.sort(key=lambda item: item.path.name not in LONGEST)
 
 

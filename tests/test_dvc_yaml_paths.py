@@ -32,28 +32,65 @@ def expand(text: str, values: dict[str, Any]) -> str:
     return re.sub(r"\$\{([^}]+)\}", value, text)
 
 
-def declared_paths() -> set[str]:
-    """Every out, metric and plot path of every stage of dvc.yaml, foreach and matrix expanded for params.yaml."""
+def stage_instances() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """Every stage of dvc.yaml as DVC names it (foreach and matrix expanded for params.yaml: `train@hotdog`), with its
+    body and the values its ${...} interpolate."""
     spec, params = dvc_yaml(), load_params()
     variables = {"datasets": spec["vars"][0]["datasets"], "scale": params.scale}
-    found: set[str] = set()
-    for stage in spec["stages"].values():
+    instances = []
+    for name, stage in spec["stages"].items():
         body = stage.get("do", stage)
         if "foreach" in stage:
             sweeps = {name: sweep.model_dump() for name, sweep in params.sweeps.items()}
             collection = {"${inputs}": params.inputs, "${sweeps}": sweeps}[stage["foreach"]]
-            bindings = [{"key": key, "item": item} for key, item in collection.items()]
+            bindings = [(f"{name}@{key}", {"key": key, "item": item}) for key, item in collection.items()]
         elif "matrix" in stage:
-            ((name, values),) = stage["matrix"].items()
-            bindings = [{"item": {name: value}} for value in expand_list(values, variables)]
+            ((axis, values),) = stage["matrix"].items()
+            bindings = [(f"{name}@{value}", {"item": {axis: value}}) for value in expand_list(values, variables)]
         else:
-            bindings = [{}]
-        for binding in bindings:
-            for section in ("outs", "metrics", "plots"):
-                for entry in body.get(section, []):
-                    path = entry if isinstance(entry, str) else next(iter(entry))
-                    found.add(expand(path, {**variables, **binding}))
+            bindings = [(name, {})]
+        instances += [(instance, body, {**variables, **binding}) for instance, binding in bindings]
+    return instances
+
+
+def declared_paths() -> set[str]:
+    """Every out, metric and plot path of every stage of dvc.yaml, foreach and matrix expanded for params.yaml."""
+    found: set[str] = set()
+    for _, body, values in stage_instances():
+        for section in ("outs", "metrics", "plots"):
+            for entry in body.get(section, []):
+                path = entry if isinstance(entry, str) else next(iter(entry))
+                found.add(expand(path, values))
     return found
+
+
+def stages_reading(key: str) -> set[str]:
+    """The stages an edit of params.yaml's `key` re-runs by itself (DVC compares each stage's `params` entries: the
+    key, a section above it or a key below it), the always-run check stage aside."""
+
+    def related(entry: str) -> bool:
+        return entry == key or key.startswith(entry + ".") or entry.startswith(key + ".")
+
+    return {
+        name
+        for name, body, values in stage_instances()
+        if not body.get("always_changed")
+        and any(related(expand(entry, values)) for entry in body.get("params", []) if isinstance(entry, str))
+    }
+
+
+def test_an_edit_of_a_sweep_s_values_re_runs_that_sweep_and_the_report_alone():
+    assert stages_reading("sweeps.split_size.values.quick") == {
+        "sweep@split_size",
+        "sweep_summary@split_size",
+        "report",
+    }
+
+
+def test_an_edit_of_the_strategy_re_runs_training_alone_and_of_the_benchmark_its_timing_alone():
+    workloads = load_params().inputs
+    assert stages_reading("strategy") == {f"train@{workload}" for workload in workloads}
+    assert stages_reading("benchmark.rounds") == {f"benchmark@{workload}" for workload in workloads}
 
 
 def expand_list(values: Any, variables: dict[str, Any]) -> list[Any]:

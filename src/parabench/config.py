@@ -20,6 +20,8 @@ from parabench.strategies.options import PartitionOptions, PipelineEngine, Pipel
 from parabench.workloads import WORKLOADS, TrainSettings
 
 PARAMS_FILE = Path("params.yaml")
+# The registries' names as Literal choices (pydantic lists them in errors); built at import, so mypy cannot read
+# them as a type: each `Literal[..._NAMES]` below carries `type: ignore[valid-type]` for that reason alone.
 STRATEGY_NAMES = tuple(STRATEGIES)
 WORKLOAD_NAMES = tuple(WORKLOADS)
 
@@ -188,18 +190,17 @@ class Sweep(CellTiming):
         ]
 
 
-Scales = create_model(
-    "Scales",
-    __base__=Strict,
-    **{name: (dict[str, workload.settings_model], ...) for name, workload in WORKLOADS.items()},
-)
+SCALE_FIELDS: dict[str, Any] = {
+    name: (dict[str, workload.settings_model], ...)  # type: ignore[name-defined]  # a class known at run time
+    for name, workload in WORKLOADS.items()
+}
+Scales = create_model("Scales", __base__=Strict, **SCALE_FIELDS)
 DATASET_NAMES = sorted({workload.dataset for workload in WORKLOADS.values() if workload.dataset is not None})
-DataSources = create_model(
-    "DataSources",
-    __base__=Strict,
-    timeout_s=(Annotated[float, Field(gt=0)], ...),  # one deadline for all of a download stage's fetches
+DATA_FIELDS: dict[str, Any] = {
+    "timeout_s": (Annotated[float, Field(gt=0)], ...),  # one deadline for all of a download stage's fetches
     **{name: (DATASETS[name].source_model, ...) for name in DATASET_NAMES},
-)
+}
+DataSources = create_model("DataSources", __base__=Strict, **DATA_FIELDS)
 
 
 class Params(Strict):
@@ -212,8 +213,8 @@ class Params(Strict):
     pipeline: PipelineParams
     benchmark: BenchmarkOptions
     scale: str
-    scales: Scales  # type: ignore[valid-type]
-    data: DataSources  # type: ignore[valid-type]
+    scales: Scales
+    data: DataSources
     inputs: dict[str, str]  # the workloads dvc.yaml runs (its foreach), each -> what its stages read besides the code
     sweeps: dict[str, Sweep]
 
@@ -280,7 +281,8 @@ class Params(Strict):
 
     def settings(self, workload: str) -> TrainSettings:
         """The hyper-parameters of `workload` at the chosen scale."""
-        return getattr(self.scales, workload)[self.scale]
+        settings: TrainSettings = getattr(self.scales, workload)[self.scale]
+        return settings
 
     def sweep(self, name: str) -> Sweep:
         """The sweep `name` (a stage's argument), or an error listing the sweeps there are."""
@@ -296,7 +298,8 @@ class Params(Strict):
 
     def data_source(self, dataset: str) -> DataSource:
         """A dataset's params section: where it comes from (`download` or a local folder), and its options."""
-        return getattr(self.data, dataset)
+        source: DataSource = getattr(self.data, dataset)
+        return source
 
 
 def check_every_workload_once(entries: dict[str, Any], why: str, example: Callable[[str], str]) -> None:

@@ -54,7 +54,7 @@ def _replace_folder(dest_dir: Path, new_dir: Path) -> None:
         old.unlink()
 
 
-def write_atomic(path: str | Path, write: Callable[[Path], None]) -> None:
+def write_atomic(path: str | Path, write: Callable[[Path], object]) -> None:
     """Call `write(tmp)` and move the result onto `path`."""
     with atomic_path(path) as tmp:
         write(tmp)

@@ -53,9 +53,11 @@ def explain(where: str, err: ValidationError, model: type[BaseModel]) -> str:
     lines = [f"{where} is invalid ({count} problem{'s' if count > 1 else ''}):"]
     for problem in err.errors():
         found = problem.get("ctx", {}).get("error")
-        located = isinstance(found, SettingProblem)
-        key = ".".join([*(str(part) for part in problem["loc"]), *([found.key] if located else [])])
-        lines.append(f"  - {key}: {found.problem if located else describe(problem, model)}")
+        where_in = [str(part) for part in problem["loc"]]
+        if isinstance(found, SettingProblem):
+            lines.append(f"  - {'.'.join([*where_in, found.key])}: {found.problem}")
+        else:
+            lines.append(f"  - {'.'.join(where_in)}: {describe(dict(problem), model)}")
     lines.append(f"Fix {where} (or the -S override you passed to `dvc exp run`) and run again.")
     return "\n".join(lines)
 

@@ -1,8 +1,9 @@
 """Where every pipeline file lives; dvc.yaml declares the same paths (tests/test_dvc_yaml_paths.py keeps them equal)."""
 
 from pathlib import Path
+from typing import Literal
 
-ROLES = ("train", "reference")
+ROLES: tuple[Literal["train"], Literal["reference"]] = ("train", "reference")
 ENVIRONMENT_FILE = Path("results/environment.json")
 REPORT_FILE = Path("report/index.html")  # the answer on one page, every figure embedded
 

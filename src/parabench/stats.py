@@ -75,7 +75,8 @@ def _resampled_medians(rounds: list[list[float]], generator: np.random.Generator
     """RESAMPLES bootstrap medians of the steps of every round together, each round resampled within itself (the
     rounds are kept: a slow spell of the machine stays in the round it hit)."""
     draws = [np.asarray(steps)[generator.integers(0, len(steps), (RESAMPLES, len(steps)))] for steps in rounds if steps]
-    return np.median(np.concatenate(draws, axis=1), axis=1)
+    medians: np.ndarray = np.median(np.concatenate(draws, axis=1), axis=1)
+    return medians
 
 
 def median_interval(rounds: list[list[float]], seed: int = 0) -> tuple[float, float, float]:

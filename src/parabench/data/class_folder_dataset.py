@@ -23,7 +23,7 @@ LAYOUT_NAME = "class folders"
 
 
 @dataclass(frozen=True, kw_only=True)
-class ClassFolderDataset(Dataset):
+class ClassFolderDataset(Dataset[DataSource]):
     """Class folders per split, from a local folder, a mirror stand-in folder, or the published zip (whose files may
     lie under one top folder); classes sorted by name, as torchvision's ImageFolder sorts them."""
 

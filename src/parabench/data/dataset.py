@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -49,8 +50,11 @@ class Decoded:
     official_split_files: bool | None = None
 
 
+SourceT = TypeVar("SourceT", bound=DataSource)  # a dataset's params section: DataSource or its own subclass
+
+
 @dataclass(frozen=True, kw_only=True)
-class Dataset(ABC):
+class Dataset(ABC, Generic[SourceT]):
     """A dataset, declared by its attributes; the lifecycle methods below run for every dataset alike.
 
     name: its stages' and params section's name (download@<name>, data.<name>); title: how messages name it;
@@ -88,7 +92,7 @@ class Dataset(ABC):
         """What a local folder must hold, in words (for messages)."""
 
     @abstractmethod
-    def local_files(self, folder: Path, section: DataSource, to_fix: str) -> list[Path]:
+    def local_files(self, folder: Path, section: SourceT, to_fix: str) -> list[Path]:
         """The files under `folder` that make the dataset's raw folder, after checking its layout: one DataError
         listing every problem (ending with `to_fix`) when it is wrong."""
 
@@ -96,14 +100,14 @@ class Dataset(ABC):
     def read(self, raw_dir: Path) -> Decoded:
         """Read the raw folder into per-split arrays; one DataError listing every problem found when any is."""
 
-    def official_files(self, section: DataSource) -> tuple[RemoteFile, ...]:
+    def official_files(self, section: SourceT) -> tuple[RemoteFile, ...]:
         """The published files a download fetches (all of them, unless the section picks some)."""
         return self.resources
 
-    def unpack(self, raw_dir: Path, section: DataSource) -> None:  # noqa: B027 (an optional hook)
+    def unpack(self, raw_dir: Path, section: SourceT) -> None:
         """Turn the fetched files into the raw layout (e.g. extract an archive); nothing to do by default."""
 
-    def holds_stand_in(self, mirror_dir: Path, section: DataSource) -> bool:
+    def holds_stand_in(self, mirror_dir: Path, section: SourceT) -> bool:
         """Whether the mirror folder holds a copy in the local layout to use instead of the published files."""
         return False
 
@@ -119,7 +123,7 @@ class Dataset(ABC):
 
     # --- the lifecycle --------------------------------------------------------------------------------------------
 
-    def download(self, raw_dir: Path, section: DataSource) -> Origin:
+    def download(self, raw_dir: Path, section: SourceT) -> Origin:
         """Fill raw_dir and record where its files came from in origin.json (forgotten first, so a failure leaves no
         stale record): a local `source` folder, copied after checking its layout; else, from the mirror, a stand-in
         in that layout when it holds one instead of the published files; else the published files (the mirror's
@@ -233,7 +237,7 @@ class Dataset(ABC):
                 staging, dataset=self.name, kind=kind, source=str(folder), verified=False, detail=detail
             )
 
-    def _fetch_official(self, raw_dir: Path, section: DataSource, mirror_dir: Path | None) -> Origin:
+    def _fetch_official(self, raw_dir: Path, section: SourceT, mirror_dir: Path | None) -> Origin:
         """Fetch the published files (mirror first), unpack them, and record how far they were verified; on failure
         a raw_dir this call created is removed."""
         remotes = self.official_files(section)

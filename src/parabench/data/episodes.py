@@ -25,6 +25,7 @@ same on every machine and NumPy version. The modulo bias of ``draw % n`` is belo
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import SupportsIndex, cast
 
 import numpy as np
 import torch
@@ -42,7 +43,7 @@ def _non_negative_int(name: str, value: object, upper: int | None = None) -> int
             raise TypeError(f"{name} must be an integer, got {value!r}")
         value = value.item()
     try:
-        number = operator.index(value)  # int, numpy integers
+        number = operator.index(cast(SupportsIndex, value))  # int, numpy integers; anything else raises
     except TypeError:
         raise TypeError(f"{name} must be an integer, got {value!r}") from None
     if number < 0 or (upper is not None and number >= upper):
@@ -158,7 +159,7 @@ class EpisodeSampler:
         indices = torch.from_numpy(np.concatenate(support + queries))
         return indices, self._targets.clone()
 
-    def episodes(self, stream: int, indices: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    def episodes(self, stream: int, indices: Sequence[int] | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Episodes ``indices`` of ``stream``, stacked: image indices ``(E, N)`` and query targets ``(E, Q)``."""
         if isinstance(indices, torch.Tensor):
             indices = indices.reshape(-1).tolist()

@@ -45,7 +45,7 @@ FILES: dict[str, RemoteFile] = {
 
 
 @dataclass(frozen=True, kw_only=True)
-class FashionMnist(Dataset):
+class FashionMnist(Dataset[DataSource]):
     """The IDX files by role ({split}_images, {split}_labels), each under its .gz name or its plain name."""
 
     files: dict[str, RemoteFile]

@@ -4,8 +4,8 @@ import gzip
 import math
 import struct
 import zlib
+from io import BufferedReader
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 
@@ -63,15 +63,15 @@ def write_idx(path: Path, array: np.ndarray) -> None:
     write_atomic(path, lambda tmp: tmp.write_bytes(data))
 
 
-def _opened(path: Path) -> BinaryIO:
+def _opened(path: Path) -> gzip.GzipFile | BufferedReader:
     """The file as a byte stream, decompressed when its name ends in .gz."""
     try:
-        return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")  # type: ignore[return-value]
+        return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
     except FileNotFoundError as error:
         raise DataError(f"{path} does not exist") from error
 
 
-def _read_up_to(path: Path, stream: BinaryIO, size: int) -> bytes:
+def _read_up_to(path: Path, stream: gzip.GzipFile | BufferedReader, size: int) -> bytes:
     """At most `size` bytes of the stream; a broken gzip stream is a DataError naming the file."""
     try:
         return stream.read(size)

@@ -80,7 +80,7 @@ class MiniImagenetSource(DataSource):
 
 
 @dataclass(frozen=True, kw_only=True)
-class MiniImagenet(Dataset):
+class MiniImagenet(Dataset[MiniImagenetSource]):
     """The split CSVs and images.zip (images layout) and learn2learn's pickles (pickles layout), by split."""
 
     split_csvs: dict[str, RemoteFile]

@@ -1,12 +1,14 @@
 """The dataset registry: each dataset by its stages' name, and a provenance record told in its dataset's words."""
 
+from typing import Any
+
 from parabench.data.dataset import Dataset
 from parabench.data.fashion_mnist import FASHION_MNIST
 from parabench.data.hotdog import HOTDOG
 from parabench.data.miniimagenet import MINIIMAGENET
 from parabench.data.provenance import Provenance
 
-DATASETS: dict[str, Dataset] = {dataset.name: dataset for dataset in (FASHION_MNIST, HOTDOG, MINIIMAGENET)}
+DATASETS: dict[str, Dataset[Any]] = {dataset.name: dataset for dataset in (FASHION_MNIST, HOTDOG, MINIIMAGENET)}
 
 
 def origin_sentence(provenance: Provenance) -> str:

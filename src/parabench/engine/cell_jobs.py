@@ -79,7 +79,8 @@ class CellJob:
                 self.job.wait()  # raises, naming what failed
                 raise RuntimeError(f"{self.what}: the workers ended before they timed the cell")
             time.sleep(WAIT_POLL_S)
-        return read_json(out)
+        measured: dict[str, Any] = read_json(out)
+        return measured
 
     def close(self) -> None:
         """Tell the workers to stop and wait for them (a failure raises); kill what remains."""

@@ -37,7 +37,8 @@ def next_command(inbox: Path, number: int) -> dict[str, Any]:
     path = inbox / f"{number}.json"
     while not path.exists():
         time.sleep(POLL_S)
-    return json.loads(path.read_text())
+    command: dict[str, Any] = json.loads(path.read_text())
+    return command
 
 
 _opened: dict[str, WorkloadData] = {}

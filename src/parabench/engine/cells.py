@@ -130,8 +130,8 @@ def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTi
     timing.max_rounds. Keeps each run's figures in its CellRuns; returns where the stage's time went."""
     began, stage = time.monotonic(), StageTime()
     runnable = [entry for entry in planned if entry.plan is not None]
-    for entry in runnable:
-        entry.plan.workload.prefetch(entry.plan.settings)
+    for plan in (entry.plan for entry in runnable if entry.plan is not None):
+        plan.workload.prefetch(plan.settings)
     with (
         tempfile.TemporaryDirectory(prefix="parabench-cells-") as scratch,
         CellJobs(Path(scratch), timing.workers, what) as jobs,
@@ -146,7 +146,7 @@ def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTi
             if not due:
                 break
             if round_index >= timing.rounds:
-                progress.total += len(due)
+                progress.total = (progress.total or 0) + len(due)
             for entry in due:
                 assert entry.plan is not None
                 log.info("round %d: %s on %s", round_index + 1, entry.cell.label, entry.cell.workload)

@@ -93,7 +93,7 @@ def load(path: Path, expected_fingerprint: str, data_id: str, process: Process) 
         else:
             state = candidate
             log.info("resuming from %s after epoch %d", path, candidate["epoch"])
-    return broadcast_object(state)  # type: ignore[return-value]
+    return broadcast_object(state)
 
 
 def _set_aside(path: Path, why: str) -> Path:

@@ -54,7 +54,7 @@ class RunPlan(BaseModel):
         return value if isinstance(value, model) else model.model_validate(value)
 
     @property
-    def workload(self) -> Workload:
+    def workload(self) -> Workload[Any]:
         """The workload the plan trains."""
         return WORKLOADS[self.workload_name]
 
@@ -133,7 +133,7 @@ class RunPlan(BaseModel):
 
 def strategy_of(params: Params, role: Role) -> str:
     """The strategy a role trains with: `strategy` for train, `reference.strategy` for reference."""
-    return params.strategy if role == "train" else params.reference.strategy
+    return str(params.strategy if role == "train" else params.reference.strategy)
 
 
 def make_plan(

@@ -11,13 +11,13 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
 import torch.distributed as dist
 from torch import Tensor
-from torch.utils.data import DistributedSampler
+from torch.utils.data import Dataset, DistributedSampler
 from tqdm import tqdm
 
 from parabench.batch import Batch
@@ -47,8 +47,13 @@ def shard_batches(
     single process that uses batch_per_replica * shard_count: every strategy sees the same data, whether
     a unit is a sample or a whole episode.
     """
-    sampler = DistributedSampler(
-        range(num_units), num_replicas=shard_count, rank=shard_index, shuffle=True, seed=seed, drop_last=True
+    sampler: DistributedSampler[int] = DistributedSampler(
+        cast("Dataset[int]", range(num_units)),  # a sized range of unit indices is all the sampler reads
+        num_replicas=shard_count,
+        rank=shard_index,
+        shuffle=True,
+        seed=seed,
+        drop_last=True,
     )
     sampler.set_epoch(epoch)
     indices = torch.tensor(list(sampler))
@@ -234,7 +239,7 @@ class TrainResult:
     """What a finished run leaves: the model's state (on rank 0), per-epoch rows and kept step times."""
 
     state_dict: dict[str, Tensor]
-    history: list[dict[str, float]]
+    history: list[dict[str, float | None]]
     step_durations: list[float]
     steps_per_epoch: int
     resumed_after_epoch: int
@@ -254,7 +259,7 @@ class Run:
     steps: int
     clock: StepClock
     memory: StepMemory
-    history: list[dict[str, float]]
+    history: list[dict[str, float | None]]
     run_id: str
     data_id: str
     checkpoint_path: Path
@@ -353,7 +358,7 @@ def run_epoch(run: Run, epoch: int) -> tuple[PassTotals, float | None, list[floa
         ) from failed.error
     machine_load = load.job_other_cpu_share(started, load.mark())
     run.memory.read()
-    every_rank: list[PassTotals] = gather_objects(totals)  # type: ignore[assignment]
+    every_rank: list[PassTotals] = gather_objects(totals)
     return PassTotals.combine(every_rank), machine_load, run.clock.durations[kept_before:]
 
 
@@ -385,7 +390,9 @@ def progress_note(process: Process, epoch: int, epochs: int, steps: int) -> Iter
 def evaluate_epoch(run: Run, state: dict[str, Tensor]) -> dict[str, float]:
     """The workload's scores of the whole plain model after an epoch, computed by rank 0 and shared with all."""
     scores = epoch_scores(run.plan, run.data, state, run.process.device) if run.process.is_main else None
-    return broadcast_object(scores)  # type: ignore[return-value]
+    shared = broadcast_object(scores)
+    assert shared is not None, "rank 0 scored the epoch"
+    return shared
 
 
 def epoch_scores(plan: RunPlan, data: WorkloadData, state: dict[str, Tensor], device: torch.device) -> dict[str, float]:
@@ -487,7 +494,7 @@ def measure_cell(plan: RunPlan, process: Process, data: WorkloadData, warmup: in
     others = load.job_other_cpu_share(started, load.mark())
     durations = slowest_per_step(clock.durations)
     phases = gather_objects(clock.phases)
-    peaks = per_rank(gather_objects(memory.peaks_mb))  # type: ignore[arg-type]
+    peaks = per_rank(gather_objects(memory.peaks_mb))
     full_allreduce = None
     if plan.strategy.data_parallel and plan.copies == 1 and process.world_size > 1:
         numel = sum(parameter.numel() for _, parameter in trainer.parallel.named_parameters())

@@ -23,7 +23,7 @@ import torch
 
 from parabench.cli import stage_main
 from parabench.config import load_params
-from parabench.engine.plan import RunPlan, make_plan
+from parabench.engine.plan import Role, RunPlan, make_plan
 from parabench.engine.timing import summarize
 from parabench.engine.training import TrainResult, fit
 from parabench.errors import ConfigError, RunStopped
@@ -107,10 +107,10 @@ def join_command(plan: RunPlan) -> str:
     return f"python -m {JOIN_MODULE} {plan.workload_name} --role {plan.role} --node-rank K"
 
 
-def join(workload: str, role: str, node_rank: int) -> None:
+def join(workload: str, role: Role, node_rank: int) -> None:
     """Join node 0's multi-node run of `role`@`workload` from node `node_rank`, planned from the local params.yaml
     exactly as node 0's stage plans it."""
-    plan = make_plan(load_params(), workload, role)  # type: ignore[arg-type]
+    plan = make_plan(load_params(), workload, role)
     nodes = plan.machine.nodes
     if nodes == 1 or not plan.distributed:
         raise ConfigError(
@@ -170,17 +170,13 @@ def check_nodes_agree(plan: RunPlan, process: Process, data_id: str) -> None:
         "plan": run_digest(plan) if first_on_node else None,
         "data": data_id if first_on_node else None,
     }
-    reports = [report for report in gather_objects(mine) if report["plan"] is not None]  # type: ignore[index]
+    reports = [report for report in gather_objects(mine) if report["plan"] is not None]
     node_0 = reports[0]
     for what, differs, fix in (
         ("plan", "planned another run", "the same params.yaml and code"),
         ("data", "holds other prepared data", "the same prepared data"),
     ):
-        differ = [
-            f"node {report['node']} on {report['host']}"
-            for report in reports  # type: ignore[index]
-            if report[what] != node_0[what]
-        ]  # type: ignore[index]
+        differ = [f"node {report['node']} on {report['host']}" for report in reports if report[what] != node_0[what]]
         if differ:
             raise RunStopped(
                 f"rank {process.rank}: {', '.join(differ)} {differs} than node 0 on {node_0['host']} ({what} digest "
@@ -196,7 +192,7 @@ def train_worker(plan: RunPlan) -> None:
         data = plan.open_data()
         result = fit(plan, process, data, checkpoint_file(plan.role, plan.workload_name), data_id)
         steps = slowest_per_step(result.step_durations)
-        memory = per_rank(gather_objects(result.peak_memory_mb))  # type: ignore[arg-type]
+        memory = per_rank(gather_objects(result.peak_memory_mb))
         if process.is_main:
             write_run(
                 plan, result, run_record(plan, data, result, steps, memory, memory_kind(process.device), since_launch())
@@ -230,7 +226,7 @@ def run_record(
     """
     steps = summarize(step_durations)
     last = result.history[-1]
-    shares = [row["other_cpu_share"] for row in result.history if row.get("other_cpu_share") is not None]
+    shares = [share for row in result.history if (share := row.get("other_cpu_share")) is not None]
     busiest = max(shares) if shares else None
     return {
         **plan.describe(),

@@ -48,8 +48,9 @@ class PerImage(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         episodes, per_episode = x.shape[0], x.shape[1]
-        y = self.module(x.flatten(0, 1))
-        return y.unflatten(0, (episodes, per_episode))
+        y: Tensor = self.module(x.flatten(0, 1))
+        per_image: Tensor = y.unflatten(0, (episodes, per_episode))
+        return per_image
 
 
 class PairWithWays(nn.Module):

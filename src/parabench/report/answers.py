@@ -130,7 +130,7 @@ def quality_sentence(comparison: dict[str, Any] | None) -> str:
     """The training run's quality against its reference's, in words, from the speedup stage."""
     if comparison is None or not comparison.get("quality"):
         return ""
-    words = comparison["quality"].rstrip(".")
+    words = str(comparison["quality"]).rstrip(".")
     return words[0].upper() + words[1:] + "."
 
 

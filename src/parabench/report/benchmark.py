@@ -172,8 +172,7 @@ def ranking(cells: dict[str, dict[str, Any]], flags: dict[str, str], floor: floa
     best = ranked[0]
     tied = [best]
     for label in ranked[1:]:
-        margin = ratio(cells[best], cells[label])
-        if ratio_verdict(margin, floor) == "faster":
+        if ratio_verdict(ratio(cells[best], cells[label]), floor) == "faster":
             break
         tied.append(label)
     margin = ratio(cells[best], cells[ranked[1]]) if len(ranked) > 1 else None

@@ -5,6 +5,7 @@ python -m parabench.report.summary
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -33,7 +34,7 @@ def with_interval(scores: dict[str, float], metric: str) -> str:
     return f"{scores[metric]:.3f}" + (f" +- {interval:.3f}" if interval is not None else "")
 
 
-def comparison(workloads: list[str]) -> tuple[list[dict], list[str], list[str]]:
+def comparison(workloads: list[str]) -> tuple[list[dict[str, Any]], list[str], list[str]]:
     """One row per workload, the run against its reference; under the table, each quality difference in words, and
     where each workload's data came from."""
     rows, verdicts, origins = [], [], []
@@ -69,7 +70,7 @@ def comparison(workloads: list[str]) -> tuple[list[dict], list[str], list[str]]:
     return rows, verdicts, origins
 
 
-def benchmark_rows(workloads: list[str]) -> list[dict]:
+def benchmark_rows(workloads: list[str]) -> list[dict[str, Any]]:
     """One row per benchmark cell that ran (and a mark for those skipped)."""
     rows = []
     for name in workloads:
@@ -102,7 +103,7 @@ def answers(workloads: list[str]) -> list[str]:
     ]
 
 
-def input_rows(workloads: list[str]) -> list[dict]:
+def input_rows(workloads: list[str]) -> list[dict[str, Any]]:
     """Per workload, from the benchmark's `single` cell: the transform alone against a whole training step."""
     rows = []
     for name in workloads:
@@ -124,7 +125,7 @@ def input_rows(workloads: list[str]) -> list[dict]:
     return rows
 
 
-def sweep_rows(sweeps: list[str]) -> list[dict]:
+def sweep_rows(sweeps: list[str]) -> list[dict[str, Any]]:
     """One row per sweep curve: its fastest value and how it compares (full tables: results/sweep/)."""
     rows = []
     for path in (results_file("sweep", name) for name in sweeps):
@@ -145,7 +146,7 @@ def sweep_rows(sweeps: list[str]) -> list[dict]:
     return rows
 
 
-def table(rows: list[dict]) -> str:
+def table(rows: list[dict[str, Any]]) -> str:
     """Rows as a plain table, numbers to 3 significant digits, a dash where a row has no value."""
     if not rows:
         return "(none)"

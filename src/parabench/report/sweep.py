@@ -2,6 +2,8 @@
 compared with single, model_parallel and the curve's largest value (for a split size: the whole batch, no
 pipelining)."""
 
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -69,15 +71,16 @@ def curve_summary(table: pd.DataFrame, lines: dict[str, dict[str, Any]], engine_
     value could run on this hardware, status `skipped`."""
     if table.empty:
         return {"status": "skipped"}
-    best = table["median_s"].idxmin()
-    largest = table["value"].idxmax() if pd.api.types.is_numeric_dtype(table["value"]) else table.index[-1]
-    best_s = float(table.at[best, "median_s"])
-    summary: dict[str, Any] = {"status": "ran", "best_value": plain(table.at[best, "value"]), "best_median_s": best_s}
+    medians, values = table["median_s"].to_numpy(dtype=float), table["value"].to_numpy()
+    best = int(medians.argmin())
+    largest = int(values.argmax()) if pd.api.types.is_numeric_dtype(table["value"]) else len(values) - 1
+    best_s = float(medians[best])
+    summary: dict[str, Any] = {"status": "ran", "best_value": plain(values[best]), "best_median_s": best_s}
     for reference, key in zip(REFERENCE_LINES, ("speedup", "speedup_vs_model_parallel")):
         line = lines.get(reference, {})
         summary[key] = line["median_s"] / best_s if "median_s" in line else None
-    summary["largest_value"] = plain(table.at[largest, "value"])
-    summary["speedup_vs_largest_value"] = float(table.at[largest, "median_s"]) / best_s
+    summary["largest_value"] = plain(values[largest])
+    summary["speedup_vs_largest_value"] = float(medians[largest]) / best_s
     if engine_note:
         summary["note"] = engine_note
     return summary
@@ -96,6 +99,11 @@ def engine_note(details: dict[str, Any]) -> str | None:
     if details.get("engine") == "inprocess" and details.get("devices_virtual"):
         return INPROCESS_ON_CPU
     return None
+
+
+def write_csv(table: pd.DataFrame, path: Path) -> None:
+    """A curve's table as CSV (six significant digits), for `dvc plots`."""
+    table.to_csv(path, index=False, float_format="%.6g")
 
 
 def plain(value: Any) -> Any:
@@ -128,10 +136,7 @@ def write_sweep(
         if figures["status"] == "skipped"
     ]
     for curve, table in tables.items():
-        write_atomic(
-            sweep_table_dir(name) / f"{curve}.csv",
-            lambda tmp, table=table: table.to_csv(tmp, index=False, float_format="%.6g"),
-        )
+        write_atomic(sweep_table_dir(name) / f"{curve}.csv", partial(write_csv, table))
     title = (
         f"{sweep.workload}: {sweep.strategy} over {sweep.param} ({name}, {scale} scale)\n"
         f"measured on {machine_line(environment)}"

@@ -96,7 +96,7 @@ def reproducibility_settings() -> dict[str, Any]:
         "cudnn_allow_tf32": tf32_setting(lambda: torch.backends.cudnn.allow_tf32),
         "float32_matmul_precision": tf32_setting(torch.get_float32_matmul_precision),
         "matmul_fp32_precision": torch.backends.cuda.matmul.fp32_precision,
-        "cudnn_conv_fp32_precision": torch.backends.cudnn.conv.fp32_precision,
+        "cudnn_conv_fp32_precision": torch.backends.cudnn.conv.fp32_precision,  # type: ignore[attr-defined]  # not in torch's stubs
         "cudnn_deterministic": torch.backends.cudnn.deterministic,
         "cudnn_benchmark": torch.backends.cudnn.benchmark,
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),

@@ -16,7 +16,9 @@ log = logging.getLogger("parabench.hardware")
 
 
 def _auto_or_positive_int(value: Any) -> int | str:
-    if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+    if value == "auto":
+        return "auto"
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
         return value
     raise ValueError("must be 'auto' or a whole number >= 1")
 

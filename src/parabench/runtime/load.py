@@ -62,7 +62,7 @@ def other_cpu_share(start: LoadMark, end: LoadMark, own_cpu_seconds_all_ranks: f
 def job_other_cpu_share(start: LoadMark, end: LoadMark) -> float | None:
     """other_cpu_share between two marks that every process of the job took (a collective): all ranks' CPU time
     counts as ours."""
-    own = sum(gather_objects(end.own_cpu - start.own_cpu))  # type: ignore[arg-type]
+    own = sum(gather_objects(end.own_cpu - start.own_cpu))
     return other_cpu_share(start, end, own)
 
 

@@ -107,7 +107,8 @@ class WorkerJob:
             PROGRESS_ENV: str(self._progress),
         }
         self.process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, preexec_fn=_terminate_with_parent)
-        self._tail, self._hung = "", None
+        self._tail: str = ""
+        self._hung: list[str] | None = None
         self._reader = threading.Thread(target=self._read_stderr, args=(max_restarts == 0,), daemon=True)
         self._reader.start()
 
@@ -139,7 +140,8 @@ class WorkerJob:
             self.process.kill()
         self.process.wait()
         self._reader.join()
-        self.process.stderr.close()  # type: ignore[union-attr]
+        if self.process.stderr is not None:
+            self.process.stderr.close()
         self._scratch.cleanup()
 
     def __enter__(self) -> "WorkerJob":
@@ -159,7 +161,8 @@ def _watch(process: subprocess.Popen[bytes], kill_after_stop: bool) -> tuple[str
     """Copy the workers' stderr to ours until it closes, keeping its tail; kill the workers still running
     STOP_GRACE_S after one said it stopped or NCCL's watchdog timed a collective out (when kill_after_stop).
     Returns the tail and the ranks killed so (None when none was)."""
-    fd = process.stderr.fileno()  # type: ignore[union-attr]
+    assert process.stderr is not None, "started with stderr=PIPE"
+    fd = process.stderr.fileno()
     tail, stopped_since, killed = b"", None, None
     while True:
         if select.select([fd], [], [], 0.5)[0]:

@@ -102,7 +102,7 @@ class Strategy:
 
     name: str
     summary: str
-    apply: Callable[[nn.Module, Process, StrategySetup], Parallelized]
+    apply: Callable[[nn.Sequential, Process, StrategySetup], Parallelized]  # models are ordered blocks
     distributed: Callable[[StrategySetup], bool] = lambda setup: False
     processes_per_node: Callable[[StrategySetup], int] = lambda setup: 1
     data_parallel: bool = False

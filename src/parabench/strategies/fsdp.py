@@ -1,5 +1,7 @@
 """`fsdp`: fully sharded data parallel (FSDP2 `fully_shard`): each process keeps a 1/world share of the weights."""
 
+from typing import cast
+
 from torch import Tensor, nn
 
 from parabench.runtime.process import Process
@@ -25,7 +27,8 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
 
     def full_state_dict() -> dict[str, Tensor]:
         """Gather the unsharded weights (a collective) onto rank 0's CPU, under the plain model's keys."""
-        return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+        state = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+        return cast(dict[str, Tensor], state)  # a full state dict holds plain tensors
 
     return replica(
         model,

@@ -34,7 +34,7 @@ class StagedModel(nn.Module):
 
     def run_stage(self, index: int, activation: Tensor) -> Tensor:
         """Stage `index` on its input; its output moves on to the next stage's device, as in the tutorial."""
-        output = self.stages[index](activation)
+        output: Tensor = self.stages[index](activation)
         if index + 1 < len(self.stages):
             output = output.to(self.devices[index + 1], non_blocking=True)
         return output

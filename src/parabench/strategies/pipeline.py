@@ -102,7 +102,7 @@ def gathered_state_dict(stage: nn.Sequential) -> dict[str, Tensor]:
     """Every rank's stage state (CPU copies, the whole model's keys), merged in stage order on every rank."""
     merged: dict[str, Tensor] = {}
     for part in gather_objects({name: value.detach().cpu() for name, value in stage.state_dict().items()}):
-        merged.update(part)  # type: ignore[call-overload]
+        merged.update(part)
     return merged
 
 
@@ -118,6 +118,7 @@ def apply_distributed(model: nn.Sequential, process: Process, setup: StrategySet
     chosen = broadcast_object(
         stage_cut(model, setup, process.device, setup.pipeline.split_size, stages) if process.is_main else None
     )
+    assert chosen is not None, "rank 0 cut the model"
     submodule = cut(model, chosen.sizes)[process.rank].to(process.device)  # rank 0's cut: every rank cuts alike
     from torch.distributed.pipelining import PipelineStage
 

@@ -177,7 +177,7 @@ class Workload(ABC, Generic[SettingsT]):
         return [ParamGroup(params=[parameter for _, parameter in named_parameters])]
 
     @abstractmethod
-    def optimizer(self, groups: list[dict], settings: SettingsT) -> torch.optim.Optimizer:
+    def optimizer(self, groups: list[dict[str, Any]], settings: SettingsT) -> torch.optim.Optimizer:
         """The optimiser over torch parameter groups (each already holding its `lr`)."""
 
     def lr_schedule(

@@ -1,7 +1,7 @@
 """`fashion_mnist`: d2l's ResNet-18 variant trained with SGD on Fashion-MNIST (seeds 002 and 003)."""
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import torch
 from pydantic import Field, model_validator
@@ -74,7 +74,7 @@ class FashionMnist(Workload[FashionMnistSettings]):
     def unit_shape(self, settings: FashionMnistSettings) -> tuple[int, ...]:
         return FASHION_MNIST.image_shape
 
-    def optimizer(self, groups: list[dict], settings: FashionMnistSettings) -> torch.optim.Optimizer:
+    def optimizer(self, groups: list[dict[str, Any]], settings: FashionMnistSettings) -> torch.optim.Optimizer:
         return torch.optim.SGD(groups, momentum=settings.momentum, weight_decay=settings.weight_decay)
 
     def open(self, prepared: Path | None, settings: FashionMnistSettings) -> FashionMnistData:

@@ -6,9 +6,10 @@ torchvision's ImageNet file, none (random), or a local state dict; `freeze_backb
 `optimizer` is the seed's SGD, or AdamW, which learns much faster from random weights on a few photos.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import torch
 from pydantic import Field, field_validator, model_validator
@@ -110,7 +111,9 @@ class Hotdog(Workload[HotdogSettings]):
         path = fetch_imagenet_weights() if settings.pretrained == IMAGENET_CHOICE else Path(settings.pretrained)
         load_backbone(model, read_state_dict(path), path)
 
-    def param_groups(self, named_parameters, settings: HotdogSettings) -> list[ParamGroup]:
+    def param_groups(
+        self, named_parameters: Iterable[tuple[str, nn.Parameter]], settings: HotdogSettings
+    ) -> list[ParamGroup]:
         """The backbone at the base lr, the head at head_lr_mult times it; frozen parameters in neither."""
         trained = [(name, parameter) for name, parameter in named_parameters if parameter.requires_grad]
         backbone = [parameter for name, parameter in trained if not name.startswith(f"{HEAD}.")]
@@ -118,7 +121,7 @@ class Hotdog(Workload[HotdogSettings]):
         groups = [ParamGroup(backbone), ParamGroup(head, lr_scale=settings.head_lr_mult)]
         return [group for group in groups if group.params]
 
-    def optimizer(self, groups: list[dict], settings: HotdogSettings) -> torch.optim.Optimizer:
+    def optimizer(self, groups: list[dict[str, Any]], settings: HotdogSettings) -> torch.optim.Optimizer:
         if settings.optimizer == "adamw":
             return torch.optim.AdamW(groups, weight_decay=settings.weight_decay, fused=True)
         return torch.optim.SGD(groups, momentum=settings.momentum, weight_decay=settings.weight_decay)

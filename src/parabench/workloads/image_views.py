@@ -17,9 +17,10 @@ def normalized(images: Tensor) -> Tensor:
     """uint8 images (..., 3, H, W) to floats normalised with ImageNet's mean and deviation."""
     from torchvision.transforms import v2  # on use: its import costs 1.2 s (torch._dynamo)
 
-    return v2.functional.normalize(
+    floats: Tensor = v2.functional.normalize(
         v2.functional.to_dtype(images, torch.float32, scale=True), list(IMAGENET_MEAN), list(IMAGENET_STD)
     )
+    return floats
 
 
 def train_views(images: Tensor, unit_seeds: Tensor, size: int, min_scale: float = 0.08) -> Tensor:

@@ -8,7 +8,7 @@ that many per replica, the learning rate times the replicas). Episode i of epoch
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import torch
 from pydantic import Field, model_validator
@@ -148,7 +148,7 @@ class MiniImagenet(Workload[MiniImagenetSettings]):
     def unit_shape(self, settings: MiniImagenetSettings) -> tuple[int, ...]:
         return (settings.n_way * (settings.n_shot + settings.n_query), *MINIIMAGENET.image_shape)
 
-    def optimizer(self, groups: list[dict], settings: MiniImagenetSettings) -> torch.optim.Optimizer:
+    def optimizer(self, groups: list[dict[str, Any]], settings: MiniImagenetSettings) -> torch.optim.Optimizer:
         return torch.optim.Adam(groups, fused=True)
 
     def lr_schedule(

@@ -7,7 +7,7 @@ params.yaml `inputs.resnet50` naming a prepared dataset, the images are that dat
 """
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import torch
 from pydantic import Field
@@ -50,7 +50,7 @@ class Resnet50(Workload[Resnet50Settings]):
     def choices_beside_metrics(self, settings: Resnet50Settings) -> dict[str, str]:
         return {"accuracy": NOT_APPLICABLE}
 
-    def optimizer(self, groups: list[dict], settings: Resnet50Settings) -> torch.optim.Optimizer:
+    def optimizer(self, groups: list[dict[str, Any]], settings: Resnet50Settings) -> torch.optim.Optimizer:
         return torch.optim.SGD(groups)
 
     def open(self, prepared: Path | None, settings: Resnet50Settings) -> TimingImages:
