@@ -241,7 +241,7 @@ def test_the_old_split_size_spellings_are_refused_with_the_new_one(base_params, 
 @pytest.mark.parametrize(
     ("key", "value", "expected"),
     [
-        ("encoder", "resnet", r"encoder: 'resnet' is not valid; choose one of: 'conv4' or 'seed'"),
+        ("encoder", "resnet", r"encoder: 'resnet' is not valid; choose one of: 'conv4' or 'bottleneck'"),
         ("n_way", 1, r"n_way: 1: Input should be greater than or equal to 2"),
         ("n_shot", 0, r"n_shot: 0: Input should be greater than or equal to 1"),
         ("n_query", 0, r"n_query: 0: Input should be greater than or equal to 1"),
@@ -255,11 +255,11 @@ def test_episode_shape_and_encoder_are_checked_by_the_schema(base_params, write_
         load_params(write_params(base_params))
 
 
-def test_the_seed_encoder_needs_width_64(base_params, write_params):
-    base_params["scales"]["miniimagenet"]["quick"].update(encoder="seed", width=32)
+def test_the_bottleneck_encoder_needs_width_64(base_params, write_params):
+    base_params["scales"]["miniimagenet"]["quick"].update(encoder="bottleneck", width=32)
     with pytest.raises(
         ConfigError,
-        match=r"  - scales\.miniimagenet\.quick: encoder 'seed' has fixed layers "
+        match=r"  - scales\.miniimagenet\.quick: encoder 'bottleneck' has fixed layers "
         r"\(11,285,569 parameters\): set width to 64, not 32\n",
     ):
         load_params(write_params(base_params))
@@ -406,3 +406,20 @@ def test_a_seed_is_one_32_bit_word(base_params, write_params, seed):
     base_params["scales"]["fashion_mnist"]["quick"]["seed"] = seed
     with pytest.raises(ConfigError, match=r"scales\.fashion_mnist\.quick\.seed"):
         load_params(write_params(base_params))
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "new"),
+    [(("partition",), "balance", "documented"), (("scales", "miniimagenet", "quick"), "encoder", "bottleneck")],
+)
+def test_a_value_once_called_seed_is_refused_naming_its_new_name(base_params, write_params, section, key, new):
+    """ "seed" named a source document's choice (partition.balance, the miniImageNet encoder), beside the random
+    `seed` keys; an experiment that still says it is told the new name."""
+    place = base_params
+    for part in section:
+        place = place[part]
+    place[key] = "seed"
+    with pytest.raises(ConfigError) as refused:
+        load_params(write_params(base_params))
+    line = next(line for line in str(refused.value).splitlines() if f"{key}:" in line)
+    assert ".".join([*section, key]) in line and f"'{new}'" in line and f"{key}: {new}" in line, line

@@ -48,7 +48,7 @@ def _run_blocks(model: nn.Sequential, x: torch.Tensor) -> list[torch.Tensor]:
 
 @pytest.mark.parametrize(
     ("encoder", "episodes", "n_way", "n_shot", "n_query"),
-    [("conv4", 2, 5, 1, 15), ("conv4", 1, 5, 5, 3), ("seed", 1, 5, 1, 3)],
+    [("conv4", 2, 5, 1, 15), ("conv4", 1, 5, 5, 3), ("bottleneck", 1, 5, 1, 3)],
 )
 @torch.no_grad()
 def test_scores_shape_and_range(encoder: str, episodes: int, n_way: int, n_shot: int, n_query: int) -> None:
@@ -61,8 +61,8 @@ def test_scores_shape_and_range(encoder: str, episodes: int, n_way: int, n_shot:
 
 
 def test_block_lists() -> None:
-    """The documented 8 blocks: 4 encoder blocks, pairing, 2 relation blocks, head (conv4); seed alike."""
-    for encoder in ("conv4", "seed"):
+    """The documented 8 blocks: 4 encoder blocks, pairing, 2 relation blocks, head (conv4); bottleneck alike."""
+    for encoder in ("conv4", "bottleneck"):
         model = _model(encoder, 5, 1)
         assert len(model) == 8
         assert [type(block) for block in model][:4] == [PerImage] * 4
@@ -70,7 +70,7 @@ def test_block_lists() -> None:
         assert [type(block) for block in model][5:7] == [PerImage] * 2
 
 
-@pytest.mark.parametrize("encoder", ["conv4", "seed"])
+@pytest.mark.parametrize("encoder", ["conv4", "bottleneck"])
 @torch.no_grad()
 def test_every_block_keeps_episodes_on_dim_0(encoder: str) -> None:
     n_way, n_shot, n_query, episodes = 3, 1, 1, 3
@@ -89,7 +89,7 @@ def test_every_block_keeps_episodes_on_dim_0(encoder: str) -> None:
         assert shapes[3][2] == 1024 and shapes[4][2] == 2048 and shapes[6][2] == 256
 
 
-@pytest.mark.parametrize(("encoder", "episodes", "cut"), [("conv4", 4, 1), ("conv4", 4, 2), ("seed", 2, 1)])
+@pytest.mark.parametrize(("encoder", "episodes", "cut"), [("conv4", 4, 1), ("conv4", 4, 2), ("bottleneck", 2, 1)])
 @torch.no_grad()
 def test_splitting_episodes_changes_nothing_in_eval_mode(encoder: str, episodes: int, cut: int) -> None:
     """Pipelining by episodes is valid: blocks on two micro-batches of episodes, concatenated, = whole batch."""
@@ -100,7 +100,7 @@ def test_splitting_episodes_changes_nothing_in_eval_mode(encoder: str, episodes:
     first, second = _run_blocks(model, x[:cut]), _run_blocks(model, x[cut:])
     for block, (w, a, b) in enumerate(zip(whole, first, second)):
         # Another batch size may pick another kernel (1 thread: differences up to 7e-7 of the block's largest value
-        # in the seed encoder's deep stack), so the absolute tolerance scales with the block's magnitude.
+        # in the bottleneck encoder's deep stack), so the absolute tolerance scales with the block's magnitude.
         atol = max(ATOL, 1e-5 * w.abs().max().item())
         torch.testing.assert_close(
             torch.cat([a, b]), w, rtol=RTOL, atol=atol, msg=lambda m, block=block: f"block {block}: {m}"
@@ -140,7 +140,7 @@ def test_conv4_sums_the_shots_of_each_way() -> None:
     assert (model(x[:, swapped]) - scores).abs().max() > 100 * ATOL
 
 
-@pytest.mark.parametrize("encoder", ["conv4", "seed"])
+@pytest.mark.parametrize("encoder", ["conv4", "bottleneck"])
 def test_training_mode_backward_reaches_every_parameter(encoder: str) -> None:
     n_way, n_shot, n_query = 3, 2, 1
     model = _model(encoder, n_way, n_shot).train()
@@ -152,18 +152,18 @@ def test_training_mode_backward_reaches_every_parameter(encoder: str) -> None:
 
 
 def test_parameter_counts() -> None:
-    seed_count = parameter_count(_model("seed", 5, 1))
+    seed_count = parameter_count(_model("bottleneck", 5, 1))
     conv4_count = parameter_count(_model("conv4", 5, 1))
     print(f"\nseed  Relation Network: {seed_count:,} parameters (seed 000 prints {SEED_PARAMETER_COUNT:,})")
     print(f"conv4 Relation Network: {conv4_count:,} parameters (conv4_parameter_count(): {conv4_parameter_count():,})")
     assert seed_count == SEED_PARAMETER_COUNT == 11_285_569
     assert conv4_count == conv4_parameter_count() == 228_689
     # the counts do not depend on the episode shape
-    assert parameter_count(_model("seed", 20, 5)) == seed_count
+    assert parameter_count(_model("bottleneck", 20, 5)) == seed_count
     assert parameter_count(_model("conv4", 20, 5)) == conv4_count
 
 
-@pytest.mark.parametrize("encoder", ["conv4", "seed"])
+@pytest.mark.parametrize("encoder", ["conv4", "bottleneck"])
 def test_init_uses_the_global_torch_rng(encoder: str) -> None:
     """Same torch seed -> same weights, whatever Python's and NumPy's RNGs hold; another seed -> others."""
     random.seed(1)

@@ -61,7 +61,7 @@ def test_the_blocks_are_torchvisions_resnet50_whole():
         torch.testing.assert_close(blocks(images), reference(images), rtol=RTOL, atol=ATOL)
 
 
-@pytest.mark.parametrize("balance", ["time", "parameters", "seed"])
+@pytest.mark.parametrize("balance", ["time", "parameters", "documented"])
 def test_every_balance_mode_covers_every_block_once(balance):
     model = resnet50_blocks(CLASSES)
     chosen = choose_cut(model, balance, 2, torch.rand(2, 3, SIZE, SIZE), SEED_CUT)
@@ -70,18 +70,18 @@ def test_every_balance_mode_covers_every_block_once(balance):
     assert names == BLOCKS and len(stages) == 2
     assert chosen.balance == balance and sum(chosen.stage_time_share) == pytest.approx(1)
     assert min(chosen.stage_time_share) > 0
-    if balance == "seed":
+    if balance == "documented":
         assert [[name for name, _ in stage.named_children()] for stage in stages] == [BLOCKS[:3], BLOCKS[3:]]
 
 
 def test_the_seed_cut_needs_a_documented_cut_for_as_many_stages():
     """The cut strategies' check, before any cut: `seed` needs the workload's cut, into as many stages as the run."""
     documented = {"documented_cut": SEED_CUT}
-    MODEL_PARALLEL.check(cpu_setup(2, balance="seed").model_copy(update=documented), 4)
-    with pytest.raises(ConfigError, match=r"partition.balance: 'seed'.*no cut; set partition.balance"):
-        MODEL_PARALLEL.check(cpu_setup(2, balance="seed"), 4)
+    MODEL_PARALLEL.check(cpu_setup(2, balance="documented").model_copy(update=documented), 4)
+    with pytest.raises(ConfigError, match=r"partition.balance: 'documented'.*no cut; set partition.balance"):
+        MODEL_PARALLEL.check(cpu_setup(2, balance="documented"), 4)
     with pytest.raises(ConfigError, match=r"this run cuts the model into 3 stages; set partition.stages to 2"):
-        MODEL_PARALLEL.check(cpu_setup(3, balance="seed").model_copy(update=documented), 4)
+        MODEL_PARALLEL.check(cpu_setup(3, balance="documented").model_copy(update=documented), 4)
 
 
 def test_the_cut_model_equals_the_whole_one():

@@ -20,7 +20,7 @@ Two encoders, chosen by :func:`relation_network`:
     ``BatchNorm2d`` with ``momentum=1`` (running statistics = the last training batch's); here they keep
     torch's default momentum 0.1. Training mode (batch statistics) is unaffected; only eval-mode statistics differ.
 
-``seed``
+``bottleneck``
     The variant printed in seed 000 (muyuuuu/Algorithm, ``meta-learning/Metric-based/Relation-Netowrk``,
     ``repnet.py`` + ``compare.py``): a ResNet-50-like bottleneck encoder (stem, layer1-3, 1024 channels) and a
     bottleneck relation module (layer4, layer5, average pooling, 256 -> 64 -> 1 head); 11,285,569 parameters,
@@ -33,7 +33,7 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
-Encoder = Literal["conv4", "seed"]  # the choices of params.yaml's scales.miniimagenet.<scale>.encoder
+Encoder = Literal["conv4", "bottleneck"]  # the choices of params.yaml's scales.miniimagenet.<scale>.encoder
 
 SEED_PARAMETER_COUNT = 11_285_569
 """The parameter count seed 000 prints for its model ("共计 11,285,569 个参数")."""
@@ -253,9 +253,9 @@ def _seed(n_way: int, n_shot: int) -> nn.Sequential:
 def relation_network(n_way: int, n_shot: int, encoder: Encoder, width: int = 64) -> nn.Sequential:
     """Build a Relation Network for ``n_way``-way ``n_shot``-shot episodes as an ``nn.Sequential`` of blocks.
 
-    ``width`` is conv4's channel count (64 in the paper); the seed encoder's layers are fixed at 64. The arguments
+    ``width`` is conv4's channel count (64 in the paper); the bottleneck encoder's layers are fixed at 64. The arguments
     are params.yaml's, which its schema has checked (``MiniImagenetSettings``: ``n_way`` >= 2, ``n_shot`` >= 1, the
-    encoder's name, width 64 for ``seed``).
+    encoder's name, width 64 for ``bottleneck``).
 
     The number of queries is not fixed: it is whatever follows the support set in dim 1 of the input.
     Initialisation draws from torch's global RNG only (the engine seeds it before building).
@@ -269,7 +269,7 @@ def relation_network(n_way: int, n_shot: int, encoder: Encoder, width: int = 64)
     - 5, 6: PerImage(Conv3x3 pad 0 + BN + ReLU + MaxPool2)        -> (E, Q*W, 64, 8, 8), (E, Q*W, 64, 3, 3)
     - 7: head: Flatten, Linear(576, 8), ReLU, Linear(8, 1), Sigmoid -> (E, Q, W)
 
-    ``encoder="seed"`` (seed 000's bottleneck network, 11,285,569 parameters, as the seed prints), 8 blocks:
+    ``encoder="bottleneck"`` (seed 000's bottleneck network, 11,285,569 parameters, as the seed prints), 8 blocks:
     stem (Conv7x7/2 + BN + Sigmoid + MaxPool3/2), layer1 (3 Bottlenecks, 256 ch), layer2 (4, 512 ch, /2),
     layer3 (6, 1024 ch, /2), PairWithWays (2048 ch), layer4 (4 Bottlenecks, planes 128 -> 512 ch, /2),
     layer5 (3, planes 64 -> 256 ch, /2), head (average pool, Linear(256, 64), BatchNorm1d, ReLU, Linear(64, 1),
@@ -289,7 +289,7 @@ def relation_network(n_way: int, n_shot: int, encoder: Encoder, width: int = 64)
     """
     if encoder == "conv4":
         return _conv4(n_way, n_shot, feature_dim=width)
-    assert encoder == "seed" and width == 64, f"checked by the settings: encoder {encoder!r}, width {width}"
+    assert encoder == "bottleneck" and width == 64, f"checked by the settings: encoder {encoder!r}, width {width}"
     return _seed(n_way, n_shot)
 
 

@@ -30,7 +30,7 @@ TrainStep = Callable[[Batch, LossFn], StepResult]
 class StrategySetup(BaseModel):
     """What a strategy may read besides the model: the machine, the strategies' params.yaml sections,
     how many ordered blocks the model has, the shape of one step's batch (to time blocks on), and where the
-    workload's seed document cuts the model, if it does (partition.balance `seed`)."""
+    workload's source document cuts the model, if it does (partition.balance `documented`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

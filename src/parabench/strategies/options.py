@@ -2,7 +2,7 @@
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 PipelineEngine = Literal["inprocess", "distributed"]  # one process drives every stage | one process per stage
 PipelineSchedule = Literal["gpipe", "1f1b"]  # the distributed engine's schedule
@@ -14,8 +14,18 @@ class PartitionOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    balance: Literal["time", "parameters", "seed"]  # seed: where the workload's seed document cuts it
+    balance: Literal["time", "parameters", "documented"]  # documented: where the workload's source document cuts it
     stages: Literal["auto"] | Annotated[int, Field(ge=2)] = "auto"  # auto: one per device, at most one per block
+
+    @field_validator("balance", mode="before")
+    @classmethod
+    def _renamed(cls, value: object) -> object:
+        if value == "seed":
+            raise ValueError(
+                "the old name of 'documented' (the cut the workload's source document makes); "
+                "set partition.balance: documented"
+            )
+        return value
 
 
 class PipelineOptions(BaseModel):

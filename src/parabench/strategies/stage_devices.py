@@ -31,7 +31,7 @@ def devices_virtual(setup: StrategySetup) -> bool:
 
 def check_stages(name: str, setup: StrategySetup, nodes: int = 1) -> None:
     """A cut model over `nodes` nodes needs at least two stages, no more than blocks or devices, as many on every
-    node, and the seed's cut when partition.balance asks for it."""
+    node, and the documented cut when partition.balance asks for it."""
     stages, devices = stage_count(setup, nodes), setup.machine.devices * nodes
     where = f"{devices} device(s)" + (f" ({setup.machine.devices} per node on {nodes} nodes)" if nodes > 1 else "")
     if stages < 2:
@@ -55,20 +55,21 @@ def check_stages(name: str, setup: StrategySetup, nodes: int = 1) -> None:
             f"{name} runs the same number of stages on each of its {nodes} nodes, but partition.stages is {stages}; "
             f"set it to a multiple of {nodes}, or auto."
         )
-    if setup.partition.balance == "seed":
+    if setup.partition.balance == "documented":
         check_documented_cut(setup.documented_cut, stages)
 
 
 def check_documented_cut(documented: Sequence[int] | None, stages: int) -> None:
-    """partition.balance `seed` needs the workload's documented cut, into as many stages as the run has."""
+    """partition.balance `documented` needs the workload's documented cut, into as many stages as the run has."""
     if documented is None:
         raise ConfigError(
-            "partition.balance: 'seed' cuts the model where its seed document does, but this workload's seed gives "
-            "no cut; set partition.balance to time or parameters."
+            "partition.balance: 'documented' cuts the model where its source document does, but this workload's "
+            "document gives no cut; set partition.balance to time or parameters."
         )
     if len(documented) != stages:
         raise ConfigError(
-            f"partition.balance: 'seed' is the seed document's cut {list(documented)} ({len(documented)} stages), "
+            f"partition.balance: 'documented' is the source document's cut {list(documented)} ({len(documented)} "
+            "stages), "
             f"but this run cuts the model into {stages} stages; set partition.stages to {len(documented)} (with at "
             "least as many devices), or partition.balance to time or parameters."
         )

@@ -156,7 +156,7 @@ class Workload(ABC, Generic[SettingsT]):
         """The shape of one unit of model input after `transform` (for strategies that time blocks)."""
 
     def documented_cut(self, settings: SettingsT) -> tuple[int, ...] | None:
-        """Blocks per stage where the seed document cuts the model by hand (partition.balance `seed`); none."""
+        """Blocks per stage where the source document cuts the model by hand (partition.balance `documented`); none."""
         return None
 
     def choices_beside_metrics(self, settings: SettingsT) -> dict[str, str]:

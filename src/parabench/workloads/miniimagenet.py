@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import torch
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from torch import Tensor, nn
 from tqdm import tqdm
 
@@ -33,7 +33,7 @@ class MiniImagenetSettings(TrainSettings):
     """Episodes, the encoder, evaluation episodes and the learning-rate schedule, at one scale."""
 
     encoder: Encoder
-    width: Annotated[int, Field(ge=1)]  # conv4's channels (64 in the paper); the seed encoder needs 64
+    width: Annotated[int, Field(ge=1)]  # conv4's channels (64 in the paper); the bottleneck encoder needs 64
     n_way: Annotated[int, Field(ge=2)]
     n_shot: Annotated[int, Field(ge=1)]
     n_query: Annotated[int, Field(ge=1)]  # query images per way in training episodes
@@ -54,11 +54,18 @@ class MiniImagenetSettings(TrainSettings):
             )
         return self
 
+    @field_validator("encoder", mode="before")
+    @classmethod
+    def _renamed(cls, value: object) -> object:
+        if value == "seed":
+            raise ValueError("the old name of 'bottleneck' (seed 000's network); set encoder: bottleneck")
+        return value
+
     @model_validator(mode="after")
-    def _seed_encoder_is_fixed(self) -> "MiniImagenetSettings":
-        if self.encoder == "seed" and self.width != 64:
+    def _bottleneck_encoder_is_fixed(self) -> "MiniImagenetSettings":
+        if self.encoder == "bottleneck" and self.width != 64:
             raise ValueError(
-                f"encoder 'seed' has fixed layers (11,285,569 parameters): set width to 64, not {self.width}"
+                f"encoder 'bottleneck' has fixed layers (11,285,569 parameters): set width to 64, not {self.width}"
             )
         return self
 
