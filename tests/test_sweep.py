@@ -1,6 +1,7 @@
 """Sweeps: params validation, the cells a sweep times, and what it writes (a CSV and metrics per curve, the figure,
 the results): the fastest value picked, compared with single, model_parallel and the curve's largest value.
-(tests/test_pipeline_e2e.py runs both default sweeps through DVC and re-runs one when its values change.)"""
+(tests/test_pipeline_e2e.py runs the default sweep through DVC; tests/test_dvc_yaml_paths.py: an edit of its values
+re-runs it and the report alone.)"""
 
 import json
 
@@ -51,6 +52,21 @@ def test_a_sweep_needs_values_for_the_scale(base_params, write_params):
     del base_params["sweeps"]["split_size"]["values"]["quick"]
     with pytest.raises(ConfigError, match=r"  - sweeps\.split_size\.values: no list for scale 'quick'; add one"):
         load_params(write_params(base_params))
+
+
+@pytest.mark.parametrize(
+    ("values", "key", "given"),
+    [([], "values", "[]"), ({"quick": []}, "values.quick", "[]"), ({"quick": [2], "paper": 8}, "values.paper", "8")],
+)
+def test_values_that_are_not_a_list_get_one_line_saying_what_is(base_params, write_params, values, key, given):
+    """Not pydantic's union internals (list[any], dict[str,list[any]]): the key, the value, and what a valid one looks
+    like."""
+    base_params["sweeps"]["split_size"]["values"] = values
+    with pytest.raises(ConfigError) as refused:
+        load_params(write_params(base_params))
+    problems = [line for line in str(refused.value).splitlines() if line.startswith("  - ")]
+    assert len(problems) == 1 and problems[0].startswith(f"  - sweeps.split_size.{key}: {given}"), problems
+    assert "[2, 4, 8]" in problems[0] and "list[any]" not in problems[0]
 
 
 def test_one_list_of_values_serves_every_scale(base_params, write_params):

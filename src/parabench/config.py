@@ -150,6 +150,19 @@ class Sweep(CellTiming):
     values: Values | dict[str, Values]  # the values to time, at every scale or per scale
     curves: Annotated[dict[str, dict[str, Any]], Field(min_length=1)]  # curve name -> its overrides (dotted keys)
 
+    @field_validator("values", mode="before")
+    @classmethod
+    def _a_list_or_one_per_scale(cls, values: object) -> object:
+        """One line for a malformed `values`, in the user's words: a non-empty list, or one per scale."""
+        example = "a list such as [2, 4, 8], or a list per scale such as {quick: [2, 4, 8], paper: [1, 8, 120]}"
+        if isinstance(values, dict):
+            for scale, listed in values.items():
+                if not isinstance(listed, list) or not listed:
+                    raise SettingProblem(str(scale), f"{listed!r} is not a list of values to time; write {example}")
+        elif not isinstance(values, list) or not values:
+            raise ValueError(f"not a list of values to time; write {example}")
+        return values
+
     @field_validator("param")
     @classmethod
     def _not_an_old_spelling(cls, param: str) -> str:
