@@ -120,7 +120,6 @@ def written_paths() -> set[str]:
             paths.results_file("benchmark", workload),
             paths.benchmark_table_file(workload),
             paths.benchmark_figure_file(workload),
-            paths.benchmark_metrics_dir(workload),
             paths.results_file("speedup", workload),
             paths.speedup_metrics_file(workload),
         }

@@ -1,10 +1,11 @@
-"""The run against its reference, in a few numbers: speedups, efficiency, the primary metric by name, robustness."""
+"""The run against its reference: a dozen numbers for `dvc exp show` (speedup and its verdict, the benchmark's fastest,
+the primary metric by name and its paired difference), the rest in results/ (efficiency, end to end, rates)."""
 
 import pytest
 
 from parabench.data.miniimagenet import MINIIMAGENET
 from parabench.data.provenance import Provenance
-from parabench.report.speedup import compare, speedups
+from parabench.report.speedup import compare, details, speedups
 
 SAMPLE = Provenance(  # as the train stage's results record carries it: 20 images of each official class
     dataset="miniimagenet",
@@ -38,6 +39,9 @@ def record(strategy: str, seconds: float, devices: int, contended: bool = False)
         "labels": {"pretrained": "none"},
         "data_origin": MINIIMAGENET.origin_sentence(SAMPLE),
         "data_provenance": SAMPLE.model_dump(),
+        "other_cpu_share": 0.0,
+        "load_average_1m": 0.1,
+        "environment": {},
     }
 
 
@@ -53,19 +57,27 @@ def test_speedup_efficiency_and_the_primary_metric_by_name():
         "reference": {"test_acc": 0.25, "test_acc_ci95": 0.02},
         "paired": {"delta": 0.05, "ci95_low": 0.03, "ci95_high": 0.07, "items": 600, "mcnemar_p": None},
     }
-    benchmark = {"cells": {"ddp": cell(4 / 6), "single": cell(1.0)}}
-    row = compare(record("ddp", 50, 2), record("single", 100, 1, contended=True), evaluation, benchmark, "test_acc")
-    both = speedups(record("ddp", 50, 2), record("single", 100, 1), benchmark)
+    benchmark = {
+        "cells": {"ddp": {**cell(4 / 6), "speedup_verdict": "faster"}, "single": cell(1.0)},
+        "noise": {"floor": 0.02},
+        "ranking": {"fastest": "ddp", "tied": []},
+    }
+    run, reference = record("ddp", 50, 2), record("single", 100, 1, contended=True)
+    row = compare(run, reference, evaluation, benchmark, "test_acc")
+    more = details(run, reference, evaluation, benchmark)
+    both = more["speedups"]
     assert row["speedup"] == pytest.approx(1.5) and both["speedup_from"] == "benchmark", "the interleaved figure"
-    assert both["speedup_ci95"][0] < 1.5 < both["speedup_ci95"][1] and row["scaling_efficiency"] == pytest.approx(0.75)
+    assert (row["speedup_verdict"], row["noise_floor"], row["fastest"]) == ("faster", 0.02, "ddp")
+    assert both["speedup_ci95"][0] < 1.5 < both["speedup_ci95"][1] and more["scaling_efficiency"] == pytest.approx(0.75)
     assert both["speedup_training_runs"] == 2.0 and both["speedup_training_runs_ci95"][0] < 2.0
-    assert row["speedups_agree"] is False, "1.5 and 2.0, each within about 2%: the two figures disagree"
-    assert (row["test_acc"], row["test_acc_ci95"], row["reference_test_acc"]) == (0.30, 0.01, 0.25)
+    assert both["speedups_agree"] is False, "1.5 and 2.0, each within about 2%: the two figures disagree"
+    assert (row["test_acc"], row["test_acc_ci95"]) == (0.30, 0.01)
     assert row["test_acc_delta"] == pytest.approx(0.05) and row["test_acc_delta_ci95"] == pytest.approx(0.02)
-    assert row["episodes_per_s"] == 2.0 and row["contended"] is True
+    assert more["rate"] == {"unit": "episode", "run": 2.0, "reference": 1.0} and row["contended"] is True
     assert row["data_origin"] == "miniImageNet SAMPLE: 2,000 of the official 60,000 images"
     assert row["pretrained"] == "none", "the workload's labels are in every row"
-    assert "reference_test_acc_ci95" not in row, "the reference's details live in results/"
+    assert "reference_test_acc" not in row and "scaling_efficiency" not in row, "the rest lives in results/"
+    assert len(row) <= 13, f"about a dozen columns in dvc exp show: {sorted(row)}"
 
 
 def test_no_interleaved_ratio_when_the_benchmark_did_not_run_both():
@@ -74,10 +86,14 @@ def test_no_interleaved_ratio_when_the_benchmark_did_not_run_both():
         "reference": {"test_acc": 0.3},
         "paired": {"delta": 0.0, "ci95_low": -0.01, "ci95_high": 0.01, "items": 600, "mcnemar_p": 1.0},
     }
-    skipped = {"cells": {"ddp": {"status": "skipped", "reason": "..."}, "single": cell(1.0)}}
+    skipped = {
+        "cells": {"ddp": {"status": "skipped", "reason": "..."}, "single": cell(1.0)},
+        "noise": {"floor": None},
+        "ranking": {"fastest": None, "tied": []},
+    }
     row = compare(record("ddp", 50, 2), record("single", 100, 1), evaluation, skipped, "test_acc")
     both = speedups(record("ddp", 50, 2), record("single", 100, 1), skipped)
-    assert both["speedup_benchmark"] is None and row["speedups_agree"] is None
+    assert both["speedup_benchmark"] is None and both["speedups_agree"] is None and row["speedup_verdict"] is None
     assert row["speedup"] == 2.0 and both["speedup_from"] == "training_runs"
 
 
@@ -89,9 +105,9 @@ def test_end_to_end_is_the_jobs_wall_times_and_none_after_a_resume():
     }
     run = {**record("ddp", 50, 2), "wall_time_s": 80.0, "resumed_after_epoch": 0}
     reference = {**record("single", 60, 1), "wall_time_s": 60.0, "resumed_after_epoch": 0}
-    row = compare(run, reference, evaluation, None, "test_acc")
-    assert row["speedup"] == pytest.approx(1.2) and row["speedup_end_to_end"] == pytest.approx(0.75)
-    resumed = compare(run, {**reference, "resumed_after_epoch": 2}, evaluation, None, "test_acc")
+    row, more = compare(run, reference, evaluation, None, "test_acc"), details(run, reference, evaluation, None)
+    assert row["speedup"] == pytest.approx(1.2) and more["speedup_end_to_end"] == pytest.approx(0.75)
+    resumed = details(run, {**reference, "resumed_after_epoch": 2}, evaluation, None)
     assert resumed["speedup_end_to_end"] is None, "a resumed job did not run end to end"
 
 

@@ -8,7 +8,7 @@ import torch
 import yaml
 
 from parabench.io import write_json
-from parabench.paths import benchmark_metrics_dir, results_file, speedup_metrics_file
+from parabench.paths import results_file, speedup_metrics_file
 from parabench.report import summary
 from parabench.report.speedup import compare, details
 from parabench.stats import paired_difference
@@ -48,7 +48,9 @@ def write_workload(name: str, run_hits: list[float], reference_hits: list[float]
                 "step_durations_by_round": [[seconds * (1 + step % 3 / 100) for step in range(8)]] * 3,
             }
             for role, seconds in (("ddp", 0.9), ("single", 1.0))
-        }
+        },
+        "noise": {"floor": 0.02},
+        "ranking": {"fastest": None, "tied": ["ddp", "single"]},
     }
     write_json(speedup_metrics_file(name), compare(run, reference, evaluation, benchmark, "test_acc"))
     write_json(results_file("speedup", name), details(run, reference, evaluation, benchmark))
@@ -62,27 +64,34 @@ def outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "fashion_mnist", [1.0] * 860 + [0.0] * 5 + [0.0] * 135, [1.0] * 850 + [0.0] * 10 + [1.0] * 5 + [0.0] * 135
     )
     write_workload("hotdog", [1.0] * 180 + [0.0] * 68, [0.0] * 60 + [1.0] * 120 + [0.0] * 68)
-    cells = {
-        "single": {
+
+    def ran(rate: float, speedup: float, verdict: str | None) -> dict:
+        return {
             "status": "ran",
-            "samples_per_s": 100.0,
-            "speedup": 1.0,
-            "scaling_efficiency": 1.0,
+            "unit": "sample",
+            "rate": rate,
+            "speedup": speedup,
+            "speedup_ci95": [speedup * 0.98, speedup * 1.02],
+            "speedup_verdict": verdict,
+            "scaling_efficiency": speedup / (2 if verdict else 1),
             "efficiency_vs_ceiling": None,
+            "communication_share": None,
             "contended": False,
+            "environment": {"transform_samples_per_s_per_process": 50 * rate, "train_samples_per_s_per_process": rate},
+        }
+
+    cells = {"single": ran(100.0, 1.0, None), "model_parallel": ran(90.0, 0.9, "slower"), "dp": {"status": "skipped"}}
+    ranking = {"fastest": "single", "best_measured": "single", "runner_up": "model_parallel", "tied": []}
+    noise = {"floor": 0.02, "aa_ratio": 1.0, "aa_ci95": [0.99, 1.01], "control": "single_control"}
+    write_json(
+        results_file("benchmark", "fashion_mnist"),
+        {
+            "cells": cells,
+            "flags": {},
+            "ranking": {**ranking, "margin": 1.11, "margin_ci95": [1.08, 1.14]},
+            "noise": noise,
         },
-        "model_parallel": {
-            "status": "ran",
-            "samples_per_s": 90.0,
-            "speedup": 0.9,
-            "scaling_efficiency": 0.45,
-            "efficiency_vs_ceiling": None,
-            "contended": False,
-        },
-        "dp": {"status": "skipped"},
-    }
-    for cell, figures in cells.items():
-        write_json(benchmark_metrics_dir("fashion_mnist") / f"{cell}.json", figures)
+    )
     return tmp_path
 
 

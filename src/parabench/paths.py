@@ -49,11 +49,6 @@ def speedup_metrics_file(workload: str) -> Path:
     return Path("metrics/speedup") / f"{workload}.json"
 
 
-def benchmark_metrics_dir(workload: str) -> Path:
-    """One small JSON per benchmark cell (rate, speedup, efficiencies): a row each in `dvc metrics show`."""
-    return Path("metrics/benchmark") / workload
-
-
 def benchmark_table_file(workload: str) -> Path:
     """One row per benchmark cell, for `dvc plots`."""
     return Path("plots/benchmark") / f"{workload}.csv"

@@ -10,7 +10,7 @@ import pandas as pd
 from parabench.engine.cells import CEILING, CONTROL, CellRuns, MeasuredCells
 from parabench.engine.timing import summarize
 from parabench.io import write_atomic, write_json
-from parabench.paths import benchmark_figure_file, benchmark_metrics_dir, benchmark_table_file, results_file
+from parabench.paths import benchmark_figure_file, benchmark_table_file, results_file
 from parabench.report.benchmark_figure import draw
 from parabench.report.time_split import PART_MEANINGS, time_split, typical_parts
 from parabench.runtime.environment import describe, machine_line
@@ -206,7 +206,7 @@ def add_time_splits(entries: list[CellRuns], results: dict[str, dict[str, Any]])
 
 
 def compact(figures: dict[str, Any]) -> dict[str, Any]:
-    """The few numbers `dvc metrics show` prints for a cell."""
+    """A cell's few headline numbers, as make run's summary prints them."""
     if figures["status"] != "ran":
         return {"status": "skipped"}
     return {
@@ -251,14 +251,12 @@ def skipped(results: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
 
 
 def write_benchmark(workload: str, measured: MeasuredCells, choices: dict[str, Any]) -> None:
-    """Every output of a workload's benchmark, from what its stage measured: the table, the figure, the full results
-    (cells, noise floor, flags, ranking, where the stage's time went) and a metrics JSON per cell (with the choices
-    the workload shows beside its metrics)."""
+    """Every output of a workload's benchmark, from what its stage measured: the table, the figure and the full
+    results (cells, noise floor, flags, ranking, where the stage's time went, and the choices the workload shows
+    beside its figures). `dvc metrics show` reads its answer from the speedup metrics (report/speedup.compare)."""
     summary = summarize_cells(measured.cells)
     cells = summary["cells"]
     rows = table(cells)
     write_atomic(benchmark_table_file(workload), lambda tmp: rows.to_csv(tmp, index=False, float_format="%.6g"))
     draw(workload, rows, skipped(cells), machine_line(measured.environment), benchmark_figure_file(workload))
-    write_json(results_file("benchmark", workload), {**summary, "stage": measured.stage.shares()})
-    for label, figures in cells.items():
-        write_json(benchmark_metrics_dir(workload) / f"{label}.json", compact(figures) | choices)
+    write_json(results_file("benchmark", workload), {**summary, "stage": measured.stage.shares(), "choices": choices})

@@ -102,42 +102,48 @@ def compare(
     benchmark: dict[str, Any] | None,
     primary_metric: str | None,
 ) -> dict[str, Any]:
-    """The compact comparison `dvc metrics show` prints: speedup (module docstring; its interval is in results/),
-    scaling_efficiency = speedup / the run's devices, the run's evaluation scores, and the workload's primary
-    metric for the reference and as a paired difference on the same test items with its 95% interval half-width
-    (the reference's other scores and times are in results/; they would make the table too wide to read)."""
+    """The workload's answer in about a dozen values, a column each in `dvc exp show`: the run's speedup over its
+    reference (module docstring) and its verdict against the benchmark's noise floor, the benchmark's fastest
+    strategy, the run's primary metric and its paired difference from the reference's on the same test items (95%
+    interval half-widths), whether other programs contended, the choices shown beside the metrics, and the data.
+    Every other figure (both speedups' intervals, end to end, times, rates, each benchmark cell) is in results/."""
     figures = speedups(run, reference, benchmark)
-    rate = f"{run['unit']}s_per_s"
     quality = {}
     if primary_metric is not None:
         paired = evaluation["paired"]
         quality = {
-            f"reference_{primary_metric}": evaluation["reference"][primary_metric],
             f"{primary_metric}_delta": paired["delta"],
             f"{primary_metric}_delta_ci95": (paired["ci95_high"] - paired["ci95_low"]) / 2,
         }
+    cell = (benchmark or {}).get("cells", {}).get(run["strategy"], {})
     return {
         "strategy": run["strategy"],
         "reference": reference["strategy"],
         **evaluation["train"],
         **quality,
-        rate: run[rate],
-        "train_time_s": run["train_time_s"],
         "speedup": figures["speedup"],
-        "scaling_efficiency": figures["speedup"] / run["devices"],
-        "speedups_agree": figures["speedups_agree"],
-        "speedup_end_to_end": end_to_end_speedup(run, reference),
+        "speedup_verdict": cell.get("speedup_verdict") if figures["speedup_from"] == "benchmark" else None,
+        "noise_floor": benchmark["noise"]["floor"] if benchmark else None,
+        "fastest": fastest_in_words(benchmark["ranking"]) if benchmark else None,
         "contended": run["contended"] or reference["contended"],
         **run["labels"],
         "data_origin": data_summary(run),
     }
 
 
+def fastest_in_words(ranking: dict[str, Any]) -> str | None:
+    """The benchmark's fastest strategy beyond its noise floor, or the strategies it could not tell apart."""
+    if ranking.get("fastest"):
+        return str(ranking["fastest"])
+    return f"tie: {', '.join(ranking['tied'])}" if ranking.get("tied") else None
+
+
 def details(
     run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str, Any], benchmark: dict[str, Any] | None
 ) -> dict[str, Any]:
-    """What the compact comparison leaves out: how to read it, both speedups with their intervals, both runs' times,
-    scores, load and environments."""
+    """What the compact comparison leaves out: how to read it, both speedups with their intervals and whether they
+    agree, scaling efficiency (the speedup over the run's devices), end to end, both runs' rates, times, scores, load
+    and environments."""
     return {
         "note": INTERLEAVED_NOTE,
         "speedups": speedups(run, reference, benchmark),
@@ -145,6 +151,13 @@ def details(
         if "paired" in evaluation
         else None,
         "data_origin": run["data_origin"],
+        "scaling_efficiency": speedups(run, reference, benchmark)["speedup"] / run["devices"],
+        "speedup_end_to_end": end_to_end_speedup(run, reference),
+        "rate": {
+            "unit": run["unit"],
+            "run": run[f"{run['unit']}s_per_s"],
+            "reference": reference[f"{run['unit']}s_per_s"],
+        },
         "train_time_s": {"run": run["train_time_s"], "reference": reference["train_time_s"]},
         "wall_time_s": {"run": run.get("wall_time_s"), "reference": reference.get("wall_time_s")},
         "devices": run["devices"],

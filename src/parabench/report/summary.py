@@ -4,15 +4,15 @@ python -m parabench.report.summary
 """
 
 import textwrap
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from parabench.config import load_params
 from parabench.io import read_json
-from parabench.paths import REPORT_FILE, benchmark_metrics_dir, results_file, speedup_metrics_file
+from parabench.paths import REPORT_FILE, results_file, speedup_metrics_file
 from parabench.report.answers import fastest_sentence
+from parabench.report.benchmark import compact
 from parabench.workloads import WORKLOADS
 
 WIDTH = 120
@@ -61,7 +61,7 @@ def comparison(workloads: list[str]) -> tuple[list[dict[str, Any]], list[str], l
                 "speedup": f"{both['speedup']:.2f} ({low:.2f}-{high:.2f}){mark}",
                 "training_runs": both["speedup_training_runs"],
                 "agree": both["speedups_agree"],
-                "end_to_end": figures["speedup_end_to_end"],
+                "end_to_end": more["speedup_end_to_end"],
             }
         )
         if figures["contended"]:
@@ -71,16 +71,18 @@ def comparison(workloads: list[str]) -> tuple[list[dict[str, Any]], list[str], l
 
 
 def benchmark_rows(workloads: list[str]) -> list[dict[str, Any]]:
-    """One row per benchmark cell that ran (and a mark for those skipped)."""
+    """One row per benchmark cell that ran (and a mark for those skipped), from the speedup stage's results."""
     rows = []
     for name in workloads:
-        for path in sorted(Path(benchmark_metrics_dir(name)).glob("*.json")):
-            figures = read_json(path)
+        if not results_file("benchmark", name).exists():
+            continue
+        for label, cell in sorted(read_json(results_file("benchmark", name))["cells"].items()):
+            figures = compact(cell)
             rate = next((key for key in figures if key.endswith("s_per_s")), None)
             rows.append(
                 {
                     "workload": name,
-                    "cell": path.stem,
+                    "cell": label,
                     "per_s": figures[rate] if rate else "skipped",
                     "speedup": figures.get("speedup"),
                     "verdict": figures.get("speedup_verdict"),
