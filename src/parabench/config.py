@@ -46,32 +46,6 @@ class PipelineParams(Strict):
     split_size: dict[str, Annotated[int, Field(ge=1)]]  # workload -> units per micro-batch, one entry per workload
     schedule: PipelineSchedule
 
-    @model_validator(mode="before")
-    @classmethod
-    def _refuse_the_old_spellings(cls, raw: Any) -> Any:
-        """An int `split_size` (one size for every workload) and `split_sizes` (per-workload sizes beside it) were
-        merged into one mapping: refused, with the mapping they make written out."""
-        if not isinstance(raw, dict):
-            return raw
-        shared = raw.get("split_size")
-        if "split_sizes" in raw:
-            raise SettingProblem(
-                "split_sizes",
-                "this key was merged into pipeline.split_size, which now holds one "
-                "micro-batch size per workload; write `split_size: "
-                f"{_merged_spelling(shared, raw['split_sizes'])}` under pipeline and delete "
-                "split_sizes",
-            )
-        if isinstance(shared, int) and not isinstance(shared, bool):
-            raise SettingProblem(
-                "split_size",
-                f"{shared} is one size for every workload, an old spelling: "
-                "split_size now holds one micro-batch size per workload; write `split_size: "
-                f"{_merged_spelling(shared, {})}` under pipeline (with dvc exp run: "
-                f"-S pipeline.split_size.<workload>={shared})",
-            )
-        return raw
-
     @field_validator("split_size")
     @classmethod
     def _every_workload_once(cls, sizes: dict[str, int]) -> dict[str, int]:
@@ -87,15 +61,6 @@ class PipelineParams(Strict):
             schedule=self.schedule,
             split_size_key=f"pipeline.split_size.{workload}",
         )
-
-
-def _merged_spelling(shared: Any, own: Any) -> str:
-    """The mapping the old keys' values make, in YAML's flow style: `shared` (an int, or already a mapping) for every
-    workload, `own` (the old split_sizes) where it has an entry; <size> where neither gives one."""
-    entries: dict[str, Any] = dict.fromkeys(WORKLOADS, "<size>")
-    entries.update(shared if isinstance(shared, dict) else {} if shared is None else dict.fromkeys(WORKLOADS, shared))
-    entries.update(own if isinstance(own, dict) else {})
-    return "{" + ", ".join(f"{name}: {size}" for name, size in entries.items()) + "}"
 
 
 WorkerMode = Literal["warm", "fresh"]  # how cells get their processes (CellTiming.workers)
@@ -162,17 +127,6 @@ class Sweep(CellTiming):
         elif not isinstance(values, list) or not values:
             raise ValueError(f"not a list of values to time; write {example}")
         return values
-
-    @field_validator("param")
-    @classmethod
-    def _not_an_old_spelling(cls, param: str) -> str:
-        """pipeline.split_sizes.<workload> was merged into pipeline.split_size.<workload>: refused, naming the key."""
-        if param.startswith("pipeline.split_sizes."):
-            raise ValueError(
-                "pipeline.split_sizes was merged into pipeline.split_size (one entry per workload); "
-                f"write `param: {param.replace('split_sizes', 'split_size', 1)}`"
-            )
-        return param
 
     @field_validator("curves")
     @classmethod
