@@ -144,14 +144,15 @@ def details(
     """What the compact comparison leaves out: how to read it, both speedups with their intervals and whether they
     agree, scaling efficiency (the speedup over the run's devices), end to end, both runs' rates, times, scores, load
     and environments."""
+    figures = speedups(run, reference, benchmark)
     return {
         "note": INTERLEAVED_NOTE,
-        "speedups": speedups(run, reference, benchmark),
+        "speedups": figures,
         "quality": in_words(evaluation["paired"], run["strategy"], reference["strategy"])
         if "paired" in evaluation
         else None,
         "data_origin": run["data_origin"],
-        "scaling_efficiency": speedups(run, reference, benchmark)["speedup"] / run["devices"],
+        "scaling_efficiency": figures["speedup"] / run["devices"],
         "speedup_end_to_end": end_to_end_speedup(run, reference),
         "rate": {
             "unit": run["unit"],
