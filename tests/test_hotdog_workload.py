@@ -48,6 +48,7 @@ def settings(**changes: Any) -> HotdogSettings:
         "image_size": SIZE,
         "crop_scale": 0.08,
         "eval_batch_size": 8,
+        "width": 16,
     }
     return HotdogSettings(**{**values, **changes})
 
@@ -195,7 +196,17 @@ def test_the_model_is_torchvisions_and_every_block_can_be_timed_and_cut():
     assert len(block_times(model, images, repeats=1)) == 11
 
 
+def test_width_scales_every_stage_and_torchvisions_width_is_its_resnet18():
+    narrow = resnet18_blocks(num_classes=2, width=16)
+    assert [narrow.conv1.out_channels, narrow.fc.in_features] == [16, 128]
+    assert narrow(torch.randn(2, 3, SIZE, SIZE)).shape == (2, 2)
+    narrow_weights = sum(parameter.numel() for parameter in narrow.parameters())
+    full_weights = sum(parameter.numel() for parameter in resnet18_blocks(num_classes=2).parameters())
+    assert narrow_weights / full_weights == pytest.approx((16 / 64) ** 2, rel=0.05)  # a quarter of the width
+    assert Hotdog().build_model(settings(width=16)).conv1.out_channels == 16
+
+
 def test_the_starting_weights_are_named_beside_every_metric():
     """Every hotdog metrics file (speedup and benchmark) carries `pretrained`: scratch and fine-tuned runs differ."""
     assert Hotdog().choices_beside_metrics(settings()) == {"pretrained": "none"}
-    assert Hotdog().choices_beside_metrics(settings(pretrained="imagenet")) == {"pretrained": "imagenet"}
+    assert Hotdog().choices_beside_metrics(settings(pretrained="imagenet", width=64)) == {"pretrained": "imagenet"}

@@ -83,6 +83,7 @@ TINY_HOTDOG = {
     "image_size": 32,
     "crop_scale": 0.35,
     "eval_batch_size": 8,
+    "width": 8,
 }
 TINY_RESNET50 = {
     "epochs": 2,

@@ -32,6 +32,7 @@ def settings(weights: str) -> HotdogSettings:
         weight_decay=0.0,
         image_size=32,
         eval_batch_size=8,
+        width=64,
     )
 
 
@@ -95,6 +96,11 @@ def test_a_file_that_is_not_a_state_dict_is_refused(tmp_path):
 def test_a_missing_file_is_a_params_error():
     with pytest.raises(ValueError, match=r"neither 'imagenet'.*nor an existing \.pth file"):
         settings("no/such/weights.pth")
+
+
+def test_weights_need_torchvisions_width():
+    with pytest.raises(ValueError, match=r"width: 32 does not fit pretrained: 'imagenet'.*set width: 64"):
+        HotdogSettings(**{**settings("none").model_dump(), "pretrained": "imagenet", "width": 32})
 
 
 def test_the_weights_url_is_torchvisions_own():

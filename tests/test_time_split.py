@@ -28,7 +28,9 @@ def cell_plan(cell: Cell) -> RunPlan:
 def measure_rank(rank: int, world_size: int, cell: Cell, out: Path) -> None:
     torch.set_num_threads(1)
     process = Process(rank, rank, world_size, torch.device("cpu")) if world_size > 1 else CPU_PROCESS
-    measure_cell(cell_plan(cell), process, separable_data(), WARMUP, TIMED, out)
+    plan = cell_plan(cell)
+    initial_weights = plan.workload.build_model(plan.settings).state_dict()
+    measure_cell(plan, process, separable_data(), initial_weights, WARMUP, TIMED, out)
 
 
 def measured(cell: Cell, out: Path) -> CellRuns:

@@ -6,12 +6,14 @@ import pytest
 import torch
 from torch.nn import functional as F
 
+from parabench.config import load_params
 from parabench.engine import checkpoint
 from parabench.engine.checkpoint import fingerprint, run_description
 from parabench.engine.timing import StepClock
 from parabench.engine.training import build_trainer, epoch_batches, fit, shard_batches, train_pass
 from parabench.errors import ParabenchError
 from parabench.runtime.process import Process
+from parabench.workloads import WORKLOADS
 from tests.multiprocess import run_ranks
 from tests.setups import CPU_PROCESS, cpu_setup, separable_data, tiny_plan
 
@@ -221,3 +223,12 @@ def test_a_checkpoint_write_that_fails_half_way_keeps_the_previous_one(tmp_path,
     assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.pt"]
     monkeypatch.setattr(torch, "save", real_save)
     assert fit(tiny_plan(epochs=2), CPU_PROCESS, separable_data(), path, "test data").resumed_after_epoch == 1
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_every_models_state_is_all_of_it(name):
+    """model_holding builds on the meta device and loads the state dict: a buffer left out of it (persistent=False)
+    would hold whatever memory it got, so no workload's model may have one."""
+    with torch.device("meta"):
+        model = WORKLOADS[name].build_model(load_params().settings(name))
+    assert all(not module._non_persistent_buffers_set for module in model.modules())

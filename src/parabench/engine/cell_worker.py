@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
+from torch import Tensor
 
 from parabench.cli import stage_main
 from parabench.engine.cell_jobs import READY
@@ -41,16 +42,20 @@ def next_command(inbox: Path, number: int) -> dict[str, Any]:
     return command
 
 
-_opened: dict[str, WorkloadData] = {}
+_opened: dict[str, tuple[WorkloadData, dict[str, Tensor]]] = {}
 
 
-def open_data(plan: RunPlan) -> WorkloadData:
-    """The plan's data, opened once for the consecutive cells that read the same data with the same settings (the
-    strategy aside): every cell of a benchmark, without reading the prepared arrays again."""
+def data_and_initial_weights(plan: RunPlan) -> tuple[WorkloadData, dict[str, Tensor]]:
+    """The plan's data and the plain model's initial weights (seeded, built and initialised by the workload), made
+    once for the consecutive cells of the same workload and settings (the strategy aside): every cell of a
+    benchmark, without reading the prepared arrays or drawing the weights again."""
     key = plan.model_dump_json(include={"workload_name", "dataset", "scale", "settings"})
     if key not in _opened:
         _opened.clear()
-        _opened[key] = plan.open_data()
+        torch.manual_seed(plan.settings.seed)
+        model = plan.workload.build_model(plan.settings)
+        plan.workload.initialize(model, plan.settings)
+        _opened[key] = plan.open_data(), model.state_dict()
     return _opened[key]
 
 
@@ -82,7 +87,8 @@ def serve(inbox: Path) -> None:
         reset_between_cells(plan, process)
         if dist.is_initialized():
             dist.barrier()
-        measure_cell(plan, process, open_data(plan), command["warmup"], command["steps"], Path(command["out"]))
+        data, initial_weights = data_and_initial_weights(plan)
+        measure_cell(plan, process, data, initial_weights, command["warmup"], command["steps"], Path(command["out"]))
     stop()
 
 

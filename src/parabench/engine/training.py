@@ -16,7 +16,7 @@ from typing import Any, cast
 import numpy as np
 import torch
 import torch.distributed as dist
-from torch import Tensor
+from torch import Tensor, nn
 from torch.utils.data import Dataset, DistributedSampler
 from tqdm import tqdm
 
@@ -109,6 +109,15 @@ class Trainer:
     schedule: torch.optim.lr_scheduler.LRScheduler | None
 
 
+def model_holding(plan: RunPlan, state: dict[str, Tensor]) -> nn.Sequential:
+    """The plan's plain model holding `state`, on the CPU: built on the meta device first, so that no weight is
+    drawn only to be overwritten (drawing ResNet-50's 25 million takes about a second)."""
+    with torch.device("meta"):
+        model = plan.workload.build_model(plan.settings)
+    model.to_empty(device="cpu").load_state_dict(state)
+    return model
+
+
 def build_trainer(
     plan: RunPlan, process: Process, steps_per_epoch: int, model_state: dict[str, Tensor] | None = None
 ) -> Trainer:
@@ -117,11 +126,11 @@ def build_trainer(
     the run's epochs of `steps_per_epoch` steps."""
     workload, settings = plan.workload, plan.settings
     torch.manual_seed(settings.seed)
-    model = workload.build_model(settings)
     if model_state is None:
+        model = workload.build_model(settings)
         workload.initialize(model, settings)
     else:
-        model.load_state_dict(model_state)
+        model = model_holding(plan, model_state)
     parallel = plan.strategy.apply(model, process, plan.setup)
     groups = workload.param_groups(parallel.named_parameters(), settings)
     optimizer = workload.optimizer(
@@ -398,8 +407,7 @@ def evaluate_epoch(run: Run, state: dict[str, Tensor]) -> dict[str, float]:
 def epoch_scores(plan: RunPlan, data: WorkloadData, state: dict[str, Tensor], device: torch.device) -> dict[str, float]:
     """The workload's epoch scores of the whole plain model, rebuilt from its state on `device`. On a CPU, with the
     threads of the node's every process: the others wait for the scores meanwhile."""
-    model = plan.workload.build_model(plan.settings)
-    model.load_state_dict(state)
+    model = model_holding(plan, state)
     torch.set_num_threads(plan.machine.threads_per_process(1))
     try:
         return data.epoch_scores(model.to(device), device)
@@ -465,13 +473,22 @@ def allreduce_seconds(numel: int, device: torch.device, repeats: int = 3) -> flo
     return statistics.median(clock.durations)
 
 
-def measure_cell(plan: RunPlan, process: Process, data: WorkloadData, warmup: int, timed: int, out: Path) -> None:
-    """Time `timed` steps after `warmup`; a step lasts as long as its slowest rank, and each rank records where its
-    own step went (timing.PHASES). Before them, time the transform alone on the same batches (where this process
-    reads the inputs; rank 0 always does): whether the input path could starve training. Peak memory counts the
+def measure_cell(
+    plan: RunPlan,
+    process: Process,
+    data: WorkloadData,
+    model_state: dict[str, Tensor],
+    warmup: int,
+    timed: int,
+    out: Path,
+) -> None:
+    """Time `timed` steps after `warmup`, from the plain model holding `model_state`; a step lasts as long as its
+    slowest rank, and each rank records where its own step went (timing.PHASES). Before them, time the transform
+    alone on the same batches (where this process reads the inputs; rank 0 always does): whether the input path
+    could starve training. Peak memory counts the
     steps alone, the model's setup left out. A data-parallel run then times one all-reduce of all its gradients at
     once: what its communication would cost if none of it were hidden behind the backward pass."""
-    trainer = build_trainer(plan, process, steps_per_epoch(data.train_units, plan.global_batch))
+    trainer = build_trainer(plan, process, steps_per_epoch(data.train_units, plan.global_batch), model_state)
     trainer.parallel.module.train()
     shard_index, shard_count = shard_of(plan, trainer.parallel, process)
     clock = StepClock(trainer.parallel.devices, warmup, phases=True)

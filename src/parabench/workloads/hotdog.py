@@ -17,7 +17,7 @@ from torch import Tensor, nn
 
 from parabench.batch import Batch
 from parabench.data.hotdog import HOTDOG
-from parabench.models.torchvision_resnet18 import HEAD, resnet18_blocks
+from parabench.models.torchvision_resnet18 import HEAD, TORCHVISION_WIDTH, resnet18_blocks
 from parabench.workloads.classification import LabelledImages
 from parabench.workloads.contract import ParamGroup, TrainSettings, Workload
 from parabench.workloads.image_views import eval_views, train_views
@@ -42,6 +42,16 @@ class HotdogSettings(TrainSettings):
     image_size: Annotated[int, Field(ge=32, le=256)]  # crop size (seed 002: 224); prepared images are 256x256
     crop_scale: Annotated[float, Field(gt=0, le=1)]  # RandomResizedCrop's smallest share (torchvision: 0.08)
     eval_batch_size: Annotated[int, Field(ge=1)]
+    width: Annotated[int, Field(ge=4)]  # channels of the ResNet's first stage (torchvision's, and its weights': 64)
+
+    @model_validator(mode="after")
+    def _weights_fit_the_width(self) -> "HotdogSettings":
+        if self.pretrained != NO_WEIGHTS and self.width != TORCHVISION_WIDTH:
+            raise ValueError(
+                f"width: {self.width} does not fit pretrained: '{self.pretrained}' (weights of torchvision's "
+                f"resnet18, width {TORCHVISION_WIDTH}): set width: {TORCHVISION_WIDTH} or pretrained: {NO_WEIGHTS}"
+            )
+        return self
 
     @model_validator(mode="after")
     def _momentum_is_sgds(self) -> "HotdogSettings":
@@ -89,7 +99,7 @@ class Hotdog(Workload[HotdogSettings]):
     primary_metric = "test_acc"
 
     def build_model(self, settings: HotdogSettings) -> nn.Sequential:
-        model = resnet18_blocks(num_classes=2)
+        model = resnet18_blocks(num_classes=2, width=settings.width)
         if settings.freeze_backbone:
             for name, parameter in model.named_parameters():
                 parameter.requires_grad_(name.startswith(f"{HEAD}."))
