@@ -227,8 +227,8 @@ def test_a_checkpoint_write_that_fails_half_way_keeps_the_previous_one(tmp_path,
 
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
 def test_every_models_state_is_all_of_it(name):
-    """model_holding builds on the meta device and loads the state dict: a buffer left out of it (persistent=False)
-    would hold whatever memory it got, so no workload's model may have one."""
+    """Workload.model_holding builds on the meta device and loads the state dict: a buffer left out of it
+    (persistent=False) would hold whatever memory it got, so no workload's model may have one."""
     with torch.device("meta"):
         model = WORKLOADS[name].build_model(load_params().settings(name))
     assert all(not module._non_persistent_buffers_set for module in model.modules())

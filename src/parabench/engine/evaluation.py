@@ -6,7 +6,6 @@ import torch
 
 from parabench.config import Params
 from parabench.engine.plan import make_plan
-from parabench.engine.training import model_holding
 from parabench.errors import DataError
 from parabench.paths import ROLES, model_file
 from parabench.stats import paired_difference
@@ -24,7 +23,7 @@ def evaluate_models(params: Params, workload_name: str) -> dict[str, Any]:
         path = model_file(role, workload_name)
         if not path.exists():
             raise DataError(f"{path}: no trained model; run `dvc repro {role}@{workload_name}` first.")
-        model = model_holding(plan, torch.load(path, map_location="cpu", weights_only=True))
+        model = plan.workload.model_holding(plan.settings, torch.load(path, map_location="cpu", weights_only=True))
         items[role] = data.item_scores(model.to(device), "test", device)
     scores: dict[str, Any] = {role: data.summarize("test", role_items) for role, role_items in items.items()}
     if items["train"] is not None and items["reference"] is not None:

@@ -16,7 +16,7 @@ from typing import Any, cast
 import numpy as np
 import torch
 import torch.distributed as dist
-from torch import Tensor, nn
+from torch import Tensor
 from torch.utils.data import Dataset, DistributedSampler
 from tqdm import tqdm
 
@@ -109,15 +109,6 @@ class Trainer:
     schedule: torch.optim.lr_scheduler.LRScheduler | None
 
 
-def model_holding(plan: RunPlan, state: dict[str, Tensor]) -> nn.Sequential:
-    """The plan's plain model holding `state`, on the CPU: built on the meta device first, so that no weight is
-    drawn only to be overwritten (drawing ResNet-50's 25 million takes about a second)."""
-    with torch.device("meta"):
-        model = plan.workload.build_model(plan.settings)
-    model.to_empty(device="cpu").load_state_dict(state)
-    return model
-
-
 def build_trainer(
     plan: RunPlan, process: Process, steps_per_epoch: int, model_state: dict[str, Tensor] | None = None
 ) -> Trainer:
@@ -130,7 +121,7 @@ def build_trainer(
         model = workload.build_model(settings)
         workload.initialize(model, settings)
     else:
-        model = model_holding(plan, model_state)
+        model = workload.model_holding(settings, model_state)
     parallel = plan.strategy.apply(model, process, plan.setup)
     groups = workload.param_groups(parallel.named_parameters(), settings)
     optimizer = workload.optimizer(
@@ -407,7 +398,7 @@ def evaluate_epoch(run: Run, state: dict[str, Tensor]) -> dict[str, float]:
 def epoch_scores(plan: RunPlan, data: WorkloadData, state: dict[str, Tensor], device: torch.device) -> dict[str, float]:
     """The workload's epoch scores of the whole plain model, rebuilt from its state on `device`. On a CPU, with the
     threads of the node's every process: the others wait for the scores meanwhile."""
-    model = model_holding(plan, state)
+    model = plan.workload.model_holding(plan.settings, state)
     torch.set_num_threads(plan.machine.threads_per_process(1))
     try:
         return data.epoch_scores(model.to(device), device)

@@ -151,6 +151,15 @@ class Workload(ABC, Generic[SettingsT]):
     def build_model(self, settings: SettingsT) -> nn.Sequential:
         """The architecture as ordered blocks: no weights read, no device, no rank."""
 
+    def model_holding(self, settings: SettingsT, state: dict[str, Tensor]) -> nn.Sequential:
+        """The architecture holding `state`, on the CPU: built on the meta device first, so that no weight is drawn
+        only to be overwritten (drawing ResNet-50's 25 million takes about a second). Every buffer of the model must
+        be in its state dict (none registered with persistent=False)."""
+        with torch.device("meta"):
+            model = self.build_model(settings)
+        model.to_empty(device="cpu").load_state_dict(state)
+        return model
+
     @abstractmethod
     def unit_shape(self, settings: SettingsT) -> tuple[int, ...]:
         """The shape of one unit of model input after `transform` (for strategies that time blocks)."""
