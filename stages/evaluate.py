@@ -14,7 +14,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("workload", choices=sorted(WORKLOADS))
     args = parser.parse_args()
-    write_json(results_file("eval", args.workload), evaluate_models(load_params(), args.workload))
+    write_json(
+        results_file("eval", args.workload), evaluate_models(load_params(), args.workload).model_dump(mode="json")
+    )
 
 
 if __name__ == "__main__":

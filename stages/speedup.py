@@ -7,7 +7,8 @@ from parabench.cli import stage_main
 from parabench.config import load_params
 from parabench.engine.cells import read_cell_runs
 from parabench.io import read_json, write_json
-from parabench.paths import results_file, speedup_metrics_file
+from parabench.paths import ROLES, results_file, speedup_metrics_file
+from parabench.records import Evaluation, RunRecord
 from parabench.report.benchmark import write_benchmark
 from parabench.report.speedup import compare, details
 from parabench.workloads import WORKLOADS
@@ -20,8 +21,8 @@ def main() -> None:
     workload = WORKLOADS[args.workload]
     choices = workload.choices_beside_metrics(load_params().settings(args.workload))
     write_benchmark(args.workload, read_cell_runs(results_file("benchmark_cells", args.workload)), choices)
-    run, reference = (read_json(results_file(role, args.workload)) for role in ("train", "reference"))
-    evaluation = read_json(results_file("eval", args.workload))
+    run, reference = (RunRecord.model_validate(read_json(results_file(role, args.workload))) for role in ROLES)
+    evaluation = Evaluation.model_validate(read_json(results_file("eval", args.workload)))
     benchmark = read_json(results_file("benchmark", args.workload))
     write_json(
         speedup_metrics_file(args.workload), compare(run, reference, evaluation, benchmark, workload.primary_metric)

@@ -4,8 +4,8 @@ import argparse
 
 from parabench.cli import stage_main
 from parabench.config import load_params
+from parabench.engine.launch import train
 from parabench.engine.plan import make_plan
-from parabench.engine.worker import train
 from parabench.paths import ROLES
 from parabench.workloads import WORKLOADS
 

@@ -9,6 +9,7 @@ from parabench.engine.cells import StageTime
 from parabench.paths import ENVIRONMENT_FILE, benchmark_figure_file, results_file, sweep_figure_file, train_curve_file
 from parabench.report.benchmark import skipped, summarize_cells, table
 from parabench.report.benchmark_figure import draw
+from tests.setups import run_record
 from tests.test_benchmark_report import entries
 
 MACHINE = {
@@ -42,7 +43,7 @@ def write_pipeline_outputs(root: Path) -> None:
         cells = summary["cells"]
         draw(workload, table(cells), skipped(cells), "AMD EPYC 9B14 (AVX512)", figure)
         for role, strategy in (("train", "ddp"), ("reference", "single")):
-            write_json(root / results_file(role, workload), {"strategy": strategy, "contended": False})
+            write_json(root / results_file(role, workload), run_record(strategy, [0.1] * 4).model_dump(mode="json"))
             curve = root / train_curve_file(role, workload)
             curve.parent.mkdir(parents=True, exist_ok=True)
             pd.DataFrame(

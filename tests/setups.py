@@ -1,10 +1,13 @@
-"""Shared test setups: a CPU machine and strategy setup, tiny fashion_mnist plans, data a working loop must learn."""
+"""Shared test setups: a CPU machine and strategy setup, tiny fashion_mnist plans, data a working loop must learn, and
+the records the workers write."""
 
 from typing import Any
 
 import torch
 
 from parabench.engine.plan import RunPlan
+from parabench.engine.timing import summarize
+from parabench.records import RunRecord
 from parabench.runtime.hardware import Machine
 from parabench.runtime.process import Process
 from parabench.strategies import STRATEGIES
@@ -103,3 +106,41 @@ def separable_data(train: int = 128, test: int = 64, seed: int = 0, eval_batch_s
         eval_batch_size,
         "separable test images generated in the test",
     )
+
+
+def run_record(strategy: str, step_durations: list[float], devices: int = 1, **fields: Any) -> RunRecord:
+    """A training run's record as the worker writes it: `strategy` on fashion_mnist with these steps, one epoch of
+    them, a global batch of 100, nothing contended; `fields` replace any of the rest."""
+    steps = summarize(step_durations)
+    values: dict[str, Any] = {
+        "workload": "fashion_mnist",
+        "strategy": strategy,
+        "processes": devices,
+        "devices": devices,
+        "replicas": devices,
+        "global_batch": 100,
+        "lr": 0.1,
+        "scale": "quick",
+        "unit": "sample",
+        "data_origin": "the full Fashion-MNIST",
+        "data_provenance": None,
+        "data_digest": "0123456789abcdef",
+        "labels": {},
+        "epochs": 1,
+        "train_time_s": steps.total,
+        "wall_time_s": steps.total + 20,
+        "units_per_s": 100 / steps.median,
+        "step_time_s": steps,
+        "step_durations": step_durations,
+        "final_epoch": {"train_loss": 0.5},
+        "peak_memory_mb": {"rank0_cpu": 100.0},
+        "memory_kind": "cpu_max_rss",
+        "other_cpu_share": 0.01,
+        "contended": False,
+        "load_average_1m": 0.5,
+        "resumed_after_epoch": None,
+        "restarts": 0,
+        "strategy_details": {},
+        "environment": {"cpu_model": "test"},
+    }
+    return RunRecord(**(values | fields))

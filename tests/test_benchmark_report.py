@@ -11,28 +11,29 @@ from parabench.engine.cells import (
     read_cell_runs,
     write_cell_runs,
 )
+from parabench.records import CellRun
 from parabench.report.benchmark import compact, skipped, summarize_cells, table
 from parabench.report.benchmark_figure import draw
 from parabench.report.time_split import cut_parts, time_split
 from tests.setups import cpu_setup, tiny_plan
 
 
-def run(step_seconds: list[float], ranks: int, other: float = 0.0, allreduce_s: float | None = None) -> dict:
+def run(step_seconds: list[float], ranks: int, other: float = 0.0, allreduce_s: float | None = None) -> CellRun:
     """A cell's recorded run; rank 0 is the slowest, each other rank takes 90% of its time: input 10%, forward and
     backward 70%, the optimizer 20% of each rank's own step."""
-    return {
-        "unit": "sample",
-        "step_durations": step_seconds,
-        "phase_durations": [
+    return CellRun(
+        unit="sample",
+        step_durations=step_seconds,
+        phase_durations=[
             [phases(time * (1.0 if rank == 0 else 0.9)) for time in step_seconds] for rank in range(ranks)
         ],
-        "gradient_allreduce_s": allreduce_s,
-        "peak_memory_mb": {f"rank{r}": 100.0 + r for r in range(ranks)},
-        "memory_kind": "cpu_max_rss",
-        "other_cpu_share": other,
-        "strategy_details": {},
-        "transform_units_per_s": 1000.0,
-    }
+        gradient_allreduce_s=allreduce_s,
+        peak_memory_mb={f"rank{r}": 100.0 + r for r in range(ranks)},
+        memory_kind="cpu_max_rss",
+        other_cpu_share=other,
+        strategy_details={},
+        transform_units_per_s=1000.0,
+    )
 
 
 def phases(own: float) -> dict[str, float]:
@@ -132,7 +133,7 @@ def test_parts_that_do_not_describe_the_median_step_are_flagged():
         {"input": 0.1, "forward_backward": 0.5, "optimizer": 0.0},
         {"input": 0.1, "forward_backward": 0.1, "optimizer": 0.0},
     ]
-    skewed = {**run([0.6, 0.6, 0.2], 1), "phase_durations": [steps]}
+    skewed = run([0.6, 0.6, 0.2], 1).model_copy(update={"phase_durations": [steps]})
     split = time_split([skewed], "single", communicates=False, data_parallel=False, compute_beside=None)
     assert split["time_split_vs_step"] == pytest.approx(1.4 / 3 / 0.6 - 1) and split["time_split_adds_up"] is False
 
@@ -167,7 +168,9 @@ def test_a_cut_model_s_forward_backward_splits_by_its_stages_seconds(details, ex
 
 
 def test_a_bound_above_the_measured_step_leaves_no_negative_part_and_the_split_says_it_is_off():
-    staged = {**run([0.1, 0.1, 0.1], 1), "strategy_details": {"stage_seconds": [0.2, 0.2], "devices_virtual": False}}
+    staged = run([0.1, 0.1, 0.1], 1).model_copy(
+        update={"strategy_details": {"stage_seconds": [0.2, 0.2], "devices_virtual": False}}
+    )
     split = time_split([staged], "model_parallel", communicates=True, data_parallel=False, compute_beside=None)
     assert split["time_split_s"]["communication"] == 0 and split["time_split_adds_up"] is False
 

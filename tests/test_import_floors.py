@@ -17,6 +17,7 @@ FLOORS = {
     "cli": 0,
     "batch": 0,
     "stats": 0,
+    "records": 0,
     "runtime": 1,
     "data": 1,
     "models": 1,

@@ -5,7 +5,9 @@ import pytest
 
 from parabench.data.miniimagenet import MINIIMAGENET
 from parabench.data.provenance import Provenance
+from parabench.records import Evaluation, RunRecord
 from parabench.report.speedup import compare, details, speedups
+from tests.setups import run_record
 
 SAMPLE = Provenance(  # as the train stage's results record carries it: 20 images of each official class
     dataset="miniimagenet",
@@ -24,25 +26,25 @@ SAMPLE = Provenance(  # as the train stage's results record carries it: 20 image
 )
 
 
-def record(strategy: str, seconds: float, devices: int, contended: bool = False) -> dict:
+def record(strategy: str, seconds: float, devices: int, contended: bool = False) -> RunRecord:
     """A run of 10 steps around seconds / 10 each, alternating -+1%."""
     steps = [seconds / 10 * (1.01 if step % 2 else 0.99) for step in range(10)]
-    return {
-        "workload": "miniimagenet",
-        "strategy": strategy,
-        "train_time_s": seconds,
-        "devices": devices,
-        "step_durations": steps,
-        "unit": "episode",
-        "episodes_per_s": 100 / seconds,
-        "contended": contended,
-        "labels": {"pretrained": "none"},
-        "data_origin": MINIIMAGENET.origin_sentence(SAMPLE),
-        "data_provenance": SAMPLE.model_dump(),
-        "other_cpu_share": 0.0,
-        "load_average_1m": 0.1,
-        "environment": {},
-    }
+    return run_record(
+        strategy,
+        steps,
+        devices,
+        workload="miniimagenet",
+        train_time_s=seconds,
+        units_per_s=100 / seconds,
+        unit="episode",
+        contended=contended,
+        labels={"pretrained": "none"},
+        data_origin=MINIIMAGENET.origin_sentence(SAMPLE),
+        data_provenance=SAMPLE.model_dump(),
+        other_cpu_share=0.0,
+        load_average_1m=0.1,
+        environment={},
+    )
 
 
 def cell(seconds: float) -> dict:
@@ -52,11 +54,13 @@ def cell(seconds: float) -> dict:
 
 
 def test_speedup_efficiency_and_the_primary_metric_by_name():
-    evaluation = {
-        "train": {"test_acc": 0.30, "test_acc_ci95": 0.01},
-        "reference": {"test_acc": 0.25, "test_acc_ci95": 0.02},
-        "paired": {"delta": 0.05, "ci95_low": 0.03, "ci95_high": 0.07, "items": 600, "mcnemar_p": None},
-    }
+    evaluation = Evaluation.model_validate(
+        {
+            "train": {"test_acc": 0.30, "test_acc_ci95": 0.01},
+            "reference": {"test_acc": 0.25, "test_acc_ci95": 0.02},
+            "paired": {"delta": 0.05, "ci95_low": 0.03, "ci95_high": 0.07, "items": 600, "mcnemar_p": None},
+        }
+    )
     benchmark = {
         "cells": {"ddp": {**cell(4 / 6), "speedup_verdict": "faster"}, "single": cell(1.0)},
         "noise": {"floor": 0.02},
@@ -81,11 +85,13 @@ def test_speedup_efficiency_and_the_primary_metric_by_name():
 
 
 def test_no_interleaved_ratio_when_the_benchmark_did_not_run_both():
-    evaluation = {
-        "train": {"test_acc": 0.3},
-        "reference": {"test_acc": 0.3},
-        "paired": {"delta": 0.0, "ci95_low": -0.01, "ci95_high": 0.01, "items": 600, "mcnemar_p": 1.0},
-    }
+    evaluation = Evaluation.model_validate(
+        {
+            "train": {"test_acc": 0.3},
+            "reference": {"test_acc": 0.3},
+            "paired": {"delta": 0.0, "ci95_low": -0.01, "ci95_high": 0.01, "items": 600, "mcnemar_p": 1.0},
+        }
+    )
     skipped = {
         "cells": {"ddp": {"status": "skipped", "reason": "..."}, "single": cell(1.0)},
         "noise": {"floor": None},
@@ -98,25 +104,29 @@ def test_no_interleaved_ratio_when_the_benchmark_did_not_run_both():
 
 
 def test_end_to_end_is_the_jobs_wall_times_and_none_after_a_resume():
-    evaluation = {
-        "train": {"test_acc": 0.3},
-        "reference": {"test_acc": 0.3},
-        "paired": {"delta": 0.0, "ci95_low": -0.01, "ci95_high": 0.01, "items": 600, "mcnemar_p": 1.0},
-    }
-    run = {**record("ddp", 50, 2), "wall_time_s": 80.0, "resumed_after_epoch": 0}
-    reference = {**record("single", 60, 1), "wall_time_s": 60.0, "resumed_after_epoch": 0}
+    evaluation = Evaluation.model_validate(
+        {
+            "train": {"test_acc": 0.3},
+            "reference": {"test_acc": 0.3},
+            "paired": {"delta": 0.0, "ci95_low": -0.01, "ci95_high": 0.01, "items": 600, "mcnemar_p": 1.0},
+        }
+    )
+    run = record("ddp", 50, 2).model_copy(update={"wall_time_s": 80.0, "resumed_after_epoch": 0})
+    reference = record("single", 60, 1).model_copy(update={"wall_time_s": 60.0, "resumed_after_epoch": 0})
     row, more = compare(run, reference, evaluation, None, "test_acc"), details(run, reference, evaluation, None)
     assert row["speedup"] == pytest.approx(1.2) and more["speedup_end_to_end"] == pytest.approx(0.75)
-    resumed = details(run, {**reference, "resumed_after_epoch": 2}, evaluation, None)
+    resumed = details(run, reference.model_copy(update={"resumed_after_epoch": 2}), evaluation, None)
     assert resumed["speedup_end_to_end"] is None, "a resumed job did not run end to end"
 
 
 def test_timing_data_says_it_is_real_pixels_of_a_dataset_or_drawn_from_the_seed():
-    evaluation = {"train": {}, "reference": {}}
-    pixels = {**record("ddp", 50, 2), "workload": "resnet50"}
+    evaluation = Evaluation(train={}, reference={})
+    pixels = record("ddp", 50, 2).model_copy(update={"workload": "resnet50"})
     row = compare(pixels, record("single", 100, 1), evaluation, None, None)
     assert row["data_origin"] == "real pixels of miniImageNet SAMPLE: 2,000 of the official 60,000 images"
-    drawn = {**pixels, "data_provenance": None, "data_origin": "synthetic: 8 random images; drawn from seed 0"}
+    drawn = pixels.model_copy(
+        update={"data_provenance": None, "data_origin": "synthetic: 8 random images; drawn from seed 0"}
+    )
     assert compare(drawn, record("single", 100, 1), evaluation, None, None)["data_origin"] == (
         "synthetic: drawn from the run's seed, no dataset"
     )

@@ -9,37 +9,33 @@ import yaml
 
 from parabench.io import write_json
 from parabench.paths import results_file, speedup_metrics_file
+from parabench.records import Evaluation, PairedDifference, RunRecord
 from parabench.report import summary
 from parabench.report.speedup import compare, details
 from parabench.stats import paired_difference
 from tests.conftest import PROJECT_ROOT
+from tests.setups import run_record
 
 
-def run_record(strategy: str, seconds: float, devices: int) -> dict:
-    return {
-        "strategy": strategy,
-        "train_time_s": seconds,
-        "wall_time_s": seconds + 20,
-        "resumed_after_epoch": 0,
-        "devices": devices,
-        "unit": "sample",
-        "step_durations": [seconds / 100 * (1 + step % 3 / 100) for step in range(30)],
-        "samples_per_s": 5000 / seconds,
-        "contended": False,
-        "labels": {},
-        "other_cpu_share": 0.01,
-        "load_average_1m": 0.5,
-        "environment": {"cpu_model": "test"},
-        "data_origin": "Fashion-MNIST, the full official set (60,000 + 10,000 images); from the mirror "
+def training_run(strategy: str, seconds: float, devices: int) -> RunRecord:
+    return run_record(
+        strategy,
+        [seconds / 100 * (1 + step % 3 / 100) for step in range(30)],
+        devices,
+        train_time_s=seconds,
+        wall_time_s=seconds + 20,
+        resumed_after_epoch=0,
+        units_per_s=5000 / seconds,
+        data_origin="Fashion-MNIST, the full official set (60,000 + 10,000 images); from the mirror "
         "/a/very/long/path/that/would/not/fit/in/a/table/column/and/must/be/wrapped/under/the/table",
-    }
+    )
 
 
 def write_workload(name: str, run_hits: list[float], reference_hits: list[float]) -> None:
-    run, reference = run_record("ddp", 50.0, 2), run_record("single", 60.0, 1)
+    run, reference = training_run("ddp", 50.0, 2), training_run("single", 60.0, 1)
     items = {"train": torch.tensor(run_hits), "reference": torch.tensor(reference_hits)}
-    evaluation = {role: {"test_acc": float(hits.mean()), "test_acc_ci95": 0.01} for role, hits in items.items()}
-    evaluation["paired"] = paired_difference(items["train"], items["reference"])
+    scores = {role: {"test_acc": float(hits.mean()), "test_acc_ci95": 0.01} for role, hits in items.items()}
+    evaluation = Evaluation(**scores, paired=PairedDifference(**paired_difference(items["train"], items["reference"])))
     benchmark = {
         "cells": {
             role: {

@@ -2,7 +2,6 @@
 step went, and the benchmark splits every cell's step into parts that add up to it (tests/test_benchmark_report.py
 checks the arithmetic on set figures)."""
 
-import json
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from parabench.engine.cells import Cell, CellRuns
 from parabench.engine.plan import RunPlan
 from parabench.engine.timing import PHASES
 from parabench.engine.training import measure_cell
+from parabench.records import CellRun
 from parabench.report.benchmark import summarize_cells
 from parabench.runtime.process import Process
 from tests.multiprocess import run_ranks
@@ -39,7 +39,7 @@ def measured(cell: Cell, out: Path) -> CellRuns:
         run_ranks(plan.processes, measure_rank, cell, out)
     else:
         measure_rank(0, 1, cell, out)
-    return CellRuns(cell, plan, runs=[json.loads(out.read_text())])
+    return CellRuns(cell, plan, runs=[CellRun.model_validate_json(out.read_text())])
 
 
 @pytest.mark.slow
@@ -53,9 +53,9 @@ def test_every_cell_s_step_splits_into_parts_that_add_up_to_it(tmp_path):
     entries = [measured(cell, tmp_path / f"{number}.json") for number, cell in enumerate(cells)]
     for entry in entries:
         run = entry.runs[0]
-        ranks = run["phase_durations"]
+        ranks = run.phase_durations
         assert len(ranks) == entry.plan.processes and all(len(steps) == TIMED for steps in ranks)
-        for step, duration in enumerate(run["step_durations"]):
+        for step, duration in enumerate(run.step_durations):
             assert all(set(ranks[rank][step]) == set(PHASES) for rank in range(len(ranks)))
             slowest_own = max(sum(ranks[rank][step].values()) for rank in range(len(ranks)))
             assert slowest_own == pytest.approx(duration, rel=1e-9), "a step's phases add up to it on every rank"

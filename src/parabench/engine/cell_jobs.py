@@ -22,6 +22,7 @@ from typing import Any
 from parabench.config import WorkerMode
 from parabench.engine.plan import RunPlan
 from parabench.io import read_json, write_json
+from parabench.records import CellRun
 from parabench.runtime.torchrun import WorkerJob, worker_command
 
 log = logging.getLogger("parabench.cells")
@@ -70,7 +71,7 @@ class CellJob:
         write_json(self.inbox / f"{self.sent}.json", command)
         self.sent += 1
 
-    def measure(self, plan: RunPlan, warmup: int, steps: int) -> dict[str, Any]:
+    def measure(self, plan: RunPlan, warmup: int, steps: int) -> CellRun:
         """Time one cell: `warmup` steps left out, then `steps` timed; what rank 0 measured."""
         out = self.inbox / f"{self.sent}.out.json"
         self.send({"plan": plan.model_dump(mode="json"), "warmup": warmup, "steps": steps, "out": str(out)})
@@ -79,8 +80,7 @@ class CellJob:
                 self.job.wait()  # raises, naming what failed
                 raise RuntimeError(f"{self.what}: the workers ended before they timed the cell")
             time.sleep(WAIT_POLL_S)
-        measured: dict[str, Any] = read_json(out)
-        return measured
+        return CellRun.model_validate(read_json(out))
 
     def close(self) -> None:
         """Tell the workers to stop and wait for them (a failure raises); kill what remains."""
@@ -109,7 +109,7 @@ class CellJobs:
         self.start_up_s += job.start_up_s() or 0.0
         job.close()
 
-    def measure(self, plan: RunPlan, warmup: int, steps: int, apart: bool = False) -> dict[str, Any]:
+    def measure(self, plan: RunPlan, warmup: int, steps: int, apart: bool = False) -> CellRun:
         """Time one cell in the job of its layout (warm: started, and primed with one untimed run of this cell, when
         the layout's first cell comes; `apart`: a second warm job of that layout), or in a job of its own (fresh)."""
         layout = Layout.of(plan, apart)

@@ -23,6 +23,7 @@ from parabench.engine.cell_jobs import CellJobs
 from parabench.engine.plan import RunPlan, make_plan
 from parabench.errors import ConfigError, StrategyUnavailable
 from parabench.io import read_json, write_json
+from parabench.records import CellRun
 from parabench.runtime.environment import machine_identity
 from parabench.runtime.hardware import Machine, resolve
 from parabench.stats import median_interval
@@ -61,7 +62,7 @@ class CellRuns:
     cell: Cell
     plan: RunPlan | None
     skipped_reason: str | None = None
-    runs: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[CellRun] = field(default_factory=list)
 
 
 def this_node(machine: Machine) -> Machine:
@@ -98,7 +99,7 @@ def interleaved(runnable: list[CellRuns], round_index: int) -> list[CellRuns]:
 
 def precise(entry: CellRuns, precision: float) -> bool:
     """Whether a cell's median step is known within `precision` (its 95% interval's half-width over the median)."""
-    median, low, high = median_interval([run["step_durations"] for run in entry.runs])
+    median, low, high = median_interval([run.step_durations for run in entry.runs])
     return (high - low) / 2 <= precision * median
 
 
@@ -152,7 +153,7 @@ def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTi
                 log.info("round %d: %s on %s", round_index + 1, entry.cell.label, entry.cell.workload)
                 run = jobs.measure(entry.plan, timing.warmup_steps, timing.timed_steps, apart=entry.cell.control)
                 entry.runs.append(run)
-                stage.timed_steps_s += sum(run["step_durations"])
+                stage.timed_steps_s += sum(run.step_durations)
                 progress.update()
     stage.start_up_s, stage.jobs_started = jobs.start_up_s, jobs.started
     stage.wall_s = time.monotonic() - began
@@ -188,7 +189,7 @@ def write_cell_runs(path: Path, planned: list[CellRuns], stage: StageTime) -> No
                     "cell": asdict(entry.cell),
                     "plan": entry.plan.model_dump(mode="json") if entry.plan else None,
                     "skipped_reason": entry.skipped_reason,
-                    "runs": entry.runs,
+                    "runs": [run.model_dump(mode="json") for run in entry.runs],
                 }
                 for entry in planned
             ],
@@ -204,7 +205,7 @@ def read_cell_runs(path: Path) -> MeasuredCells:
             Cell(**{**entry["cell"], "overrides": tuple(tuple(pair) for pair in entry["cell"]["overrides"])}),
             RunPlan.model_validate(entry["plan"]) if entry["plan"] else None,
             entry["skipped_reason"],
-            entry["runs"],
+            [CellRun.model_validate(run) for run in entry["runs"]],
         )
         for entry in measured["cells"]
     ]

@@ -32,7 +32,7 @@ def run_description(plan: RunPlan) -> dict[str, Any]:
     """
     machine = plan.machine
     return {
-        **plan.describe(),
+        **plan.describe().model_dump(),
         "machine": {
             "accelerator": machine.accelerator,
             "backend": machine.backend,

@@ -1,17 +1,16 @@
 """The evaluate stage: test scores of the trained and the reference model, and their difference item by item."""
 
-from typing import Any
-
 import torch
 
 from parabench.config import Params
 from parabench.engine.plan import make_plan
 from parabench.errors import DataError
 from parabench.paths import ROLES, model_file
+from parabench.records import Evaluation, PairedDifference
 from parabench.stats import paired_difference
 
 
-def evaluate_models(params: Params, workload_name: str) -> dict[str, Any]:
+def evaluate_models(params: Params, workload_name: str) -> Evaluation:
     """Each role's saved model scored on the test split, on one device of this machine; and, where the workload
     scores items, the run's score minus the reference's on the very same test items (`paired`)."""
     plan = make_plan(params, workload_name, "reference")
@@ -25,7 +24,11 @@ def evaluate_models(params: Params, workload_name: str) -> dict[str, Any]:
             raise DataError(f"{path}: no trained model; run `dvc repro {role}@{workload_name}` first.")
         model = plan.workload.model_holding(plan.settings, torch.load(path, map_location="cpu", weights_only=True))
         items[role] = data.item_scores(model.to(device), "test", device)
-    scores: dict[str, Any] = {role: data.summarize("test", role_items) for role, role_items in items.items()}
-    if items["train"] is not None and items["reference"] is not None:
-        scores["paired"] = paired_difference(items["train"], items["reference"])
-    return scores
+    train, reference = items["train"], items["reference"]
+    return Evaluation(
+        train=data.summarize("test", train),
+        reference=data.summarize("test", reference),
+        paired=PairedDifference(**paired_difference(train, reference))
+        if train is not None and reference is not None
+        else None,
+    )

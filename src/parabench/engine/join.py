@@ -9,7 +9,7 @@ that every node planned the same run on the same data before training. Node 0 wr
 import argparse
 
 from parabench.cli import stage_main
-from parabench.engine.worker import join
+from parabench.engine.launch import join
 from parabench.paths import ROLES
 from parabench.workloads import WORKLOADS
 

@@ -16,6 +16,7 @@ from parabench.config import PARAMS_FILE, Params
 from parabench.errors import ConfigError, StrategyUnavailable
 from parabench.io import tree_digest, write_atomic
 from parabench.paths import prepared_dir
+from parabench.records import RunIdentity
 from parabench.runtime.hardware import Machine, resolve
 from parabench.strategies import STRATEGIES, Strategy
 from parabench.strategies.base import StrategySetup
@@ -93,17 +94,17 @@ class RunPlan(BaseModel):
         """Threads per process."""
         return self.machine.threads_per_process(self.processes_per_node)
 
-    def describe(self) -> dict[str, str | int | float]:
+    def describe(self) -> RunIdentity:
         """The run's identity in plain values: workload, strategy, processes, devices, batch, learning rate."""
-        return {
-            "workload": self.workload_name,
-            "strategy": self.strategy_name,
-            "processes": self.processes,
-            "devices": self.devices,
-            "replicas": self.replicas,
-            "global_batch": self.global_batch,
-            "lr": self.lr,
-        }
+        return RunIdentity(
+            workload=self.workload_name,
+            strategy=self.strategy_name,
+            processes=self.processes,
+            devices=self.devices,
+            replicas=self.replicas,
+            global_batch=self.global_batch,
+            lr=self.lr,
+        )
 
     @property
     def prepared_folder(self) -> Path | None:

@@ -7,6 +7,7 @@ from contextlib import contextmanager
 
 import torch
 
+from parabench.records import StepTimes
 from parabench.runtime.collectives import synchronize
 
 PHASES = ("input", "forward_backward", "optimizer")  # the parts of a step a clock that times phases records
@@ -64,17 +65,15 @@ class StepClock:
             self.phases.append(self._current)
 
 
-def summarize(durations: list[float]) -> dict[str, float | int]:
-    """Median, quartiles and extremes of step times, in seconds."""
-    if not durations:
-        return {"steps": 0}
+def summarize(durations: list[float]) -> StepTimes:
+    """Median, quartiles and extremes of step times (at least one), in seconds."""
     quartiles = statistics.quantiles(durations, n=4) if len(durations) > 1 else [durations[0]] * 3
-    return {
-        "steps": len(durations),
-        "median": statistics.median(durations),
-        "p25": quartiles[0],
-        "p75": quartiles[2],
-        "min": min(durations),
-        "max": max(durations),
-        "total": sum(durations),
-    }
+    return StepTimes(
+        steps=len(durations),
+        median=statistics.median(durations),
+        p25=quartiles[0],
+        p75=quartiles[2],
+        min=min(durations),
+        max=max(durations),
+        total=sum(durations),
+    )

@@ -26,6 +26,7 @@ from parabench.engine.plan import RunPlan
 from parabench.engine.timing import StepClock
 from parabench.errors import ConfigError, RunStopped
 from parabench.io import write_json
+from parabench.records import CellRun
 from parabench.runtime import load
 from parabench.runtime.collectives import broadcast_object, gather_objects, gather_to_main, on_cpu, slowest_per_step
 from parabench.runtime.memory import StepMemory, memory_kind, per_rank
@@ -508,17 +509,15 @@ def measure_cell(
         numel = sum(parameter.numel() for _, parameter in trainer.parallel.named_parameters())
         full_allreduce = allreduce_seconds(numel, process.device)
     if process.is_main:
-        write_json(
-            out,
-            {
-                "unit": data.unit,
-                "step_durations": durations,
-                "phase_durations": phases,
-                "gradient_allreduce_s": full_allreduce,
-                "peak_memory_mb": peaks,
-                "memory_kind": memory_kind(process.device),
-                "other_cpu_share": others,
-                "transform_units_per_s": input_rate,
-                "strategy_details": trainer.parallel.details,
-            },
+        record = CellRun(
+            unit=data.unit,
+            step_durations=durations,
+            phase_durations=phases,
+            gradient_allreduce_s=full_allreduce,
+            peak_memory_mb=peaks,
+            memory_kind=memory_kind(process.device),
+            other_cpu_share=others,
+            transform_units_per_s=input_rate,
+            strategy_details=trainer.parallel.details,
         )
+        write_json(out, record.model_dump(mode="json"))

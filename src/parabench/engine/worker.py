@@ -1,6 +1,6 @@
-"""A training worker's life: the launcher writes the plan as JSON and starts the workers (torchrun when distributed,
-with other nodes joining); each worker joins its job, checks that every node agrees, then trains the plan, and rank 0
-writes what it measured. (Benchmark cells run in warm workers: engine/cell_worker.py.)
+"""A training worker's life: it joins its job, checks that every node agrees, trains the plan its launcher
+(engine/launch.py) saved, and rank 0 writes what it measured (records.RunRecord). Benchmark cells run in warm
+workers: engine/cell_worker.py.
 
     python -m parabench.engine.worker PLAN.json
 """
@@ -8,125 +8,34 @@ writes what it measured. (Benchmark cells run in warm workers: engine/cell_worke
 import argparse
 import hashlib
 import json
-import logging
 import os
 import socket
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import torch
 
 from parabench.cli import stage_main
-from parabench.config import load_params
-from parabench.engine.plan import Role, RunPlan, make_plan
+from parabench.engine.plan import RunPlan
 from parabench.engine.timing import summarize
 from parabench.engine.training import TrainResult, fit
-from parabench.errors import ConfigError, RunStopped
+from parabench.errors import RunStopped
 from parabench.io import write_atomic, write_json
 from parabench.paths import checkpoint_file, model_file, results_file, train_curve_file
+from parabench.records import RunRecord
 from parabench.runtime.collectives import gather_objects, slowest_per_step
 from parabench.runtime.environment import describe
 from parabench.runtime.load import CONTENDED_SHARE, load_average
 from parabench.runtime.memory import memory_kind, per_rank
 from parabench.runtime.orphans import die_with_parent
 from parabench.runtime.process import Process, restart_count, start, stop
-from parabench.runtime.torchrun import LAUNCHED_AT_ENV, Rendezvous, run_workers, worker_command
+from parabench.runtime.torchrun import LAUNCHED_AT_ENV
 from parabench.workloads import WorkloadData
 
-log = logging.getLogger("parabench.launch")
-WORKER_MODULE = "parabench.engine.worker"
-JOIN_MODULE = "parabench.engine.join"
 NOT_SCORES = ("epoch", "step_time_s", "other_cpu_share")
-
-# ---- the launcher's side: the plan as JSON, the workers started, other nodes joining ----
-
-
-def train(plan: RunPlan, node_rank: int = 0) -> None:
-    """Train a checked plan with as many processes as its strategy needs (one: right here), once the workload has
-    what its initialisation reads; node_rank > 0 joins node 0's multi-node run."""
-    log.info(
-        "%s@%s: strategy %s (%s), %d process(es) x %d thread(s), global batch %d, lr %g on %s",
-        plan.role,
-        plan.workload_name,
-        plan.strategy_name,
-        plan.strategy.summary,
-        plan.processes,
-        plan.threads,
-        plan.global_batch,
-        plan.lr,
-        plan.machine.accelerator,
-    )
-    plan.workload.prefetch(plan.settings)
-    os.environ[LAUNCHED_AT_ENV] = repr(time.time())  # the workers inherit it (time.time(): one clock for every process)
-    if plan.distributed:
-        run_plan_workers(plan, f"{plan.role}@{plan.workload_name}", node_rank=node_rank)
-    else:
-        train_worker(plan)
-
-
-def run_plan_workers(plan: RunPlan, what: str, node_rank: int = 0) -> None:
-    """Run the plan's workers in fresh processes (torchrun when distributed); they read the plan from a file."""
-    rendezvous = rendezvous_of(plan, node_rank)
-    if rendezvous is not None and node_rank == 0:
-        log.warning(
-            "%s: waiting up to %g s (hardware.join_timeout_s) at %s for %d other node(s); on each, in its "
-            "copy of the project, run with K = 1 to %d:\n    %s",
-            what,
-            rendezvous.join_timeout_s,
-            rendezvous.endpoint,
-            rendezvous.nodes - 1,
-            rendezvous.nodes - 1,
-            join_command(plan),
-        )
-    with tempfile.TemporaryDirectory(prefix="parabench-plan-") as scratch:
-        plan_file = Path(scratch) / "plan.json"
-        plan.save(plan_file)
-        processes = plan.processes_per_node if plan.distributed else None
-        command = worker_command(WORKER_MODULE, [str(plan_file)], processes, plan.machine.max_restarts, rendezvous)
-        run_workers(command, plan.threads, what, plan.machine.max_restarts)
-
-
-def rendezvous_of(plan: RunPlan, node_rank: int) -> Rendezvous | None:
-    """Where and how this node meets the others: only for a distributed plan over several nodes."""
-    machine = plan.machine
-    if not plan.distributed or machine.nodes == 1:
-        return None
-    assert machine.rendezvous is not None, "checked by the params schema"
-    return Rendezvous(
-        nodes=machine.nodes, node_rank=node_rank, endpoint=machine.rendezvous, join_timeout_s=machine.join_timeout_s
-    )
-
-
-def join_command(plan: RunPlan) -> str:
-    """What each other node runs, in its copy of the project (same code, params.yaml and prepared data)."""
-    return f"python -m {JOIN_MODULE} {plan.workload_name} --role {plan.role} --node-rank K"
-
-
-def join(workload: str, role: Role, node_rank: int) -> None:
-    """Join node 0's multi-node run of `role`@`workload` from node `node_rank`, planned from the local params.yaml
-    exactly as node 0's stage plans it."""
-    plan = make_plan(load_params(), workload, role)
-    nodes = plan.machine.nodes
-    if nodes == 1 or not plan.distributed:
-        raise ConfigError(
-            f"params.yaml: {role}@{workload} runs on one node here (hardware.nodes: {nodes}, "
-            f"strategy {plan.strategy_name}); there is nothing to join. Set hardware.nodes as node 0 "
-            "has it, with a strategy that runs under torchrun."
-        )
-    if not 1 <= node_rank < nodes:
-        raise ConfigError(
-            f"--node-rank {node_rank}: the other nodes are numbered 1 to {nodes - 1} "
-            f"(hardware.nodes: {nodes}; node 0 runs dvc repro)."
-        )
-    train(plan, node_rank=node_rank)
-
-
-# ---- the worker's side: its job, the nodes' agreement, the run and its record ----
 
 
 @contextmanager
@@ -150,7 +59,7 @@ def job(plan: RunPlan) -> Iterator[Process]:
 def run_digest(plan: RunPlan) -> str:
     """The run as planned, less what may differ between nodes (their cores): workload, strategy, batch, settings."""
     run = {
-        "run": plan.describe(),
+        "run": plan.describe().model_dump(),
         "scale": plan.scale,
         "settings": plan.settings.model_dump(),
         "setup": plan.setup.model_dump(exclude={"machine"}),
@@ -214,52 +123,52 @@ def run_record(
     memory_mb: dict[str, float],
     memory_kind: str,
     wall_time_s: float | None,
-) -> dict[str, Any]:
-    """Everything measured about one run (`memory_mb`: the peak of its training steps per rank and device).
+) -> RunRecord:
+    """Everything measured about one run (`memory_mb`: the peak of its training steps per rank and device; each field
+    is described in records.RunRecord).
 
-    `{unit}s_per_s` is the global batch over the median step time (warm-up excluded, the slowest rank's time
-    per step); train_time_s is the time the planned steps take at that median, so two strategies doing the
-    same work compare fairly. wall_time_s is the whole job from its launch, start-up, evaluation after every epoch
-    and checkpoints included: what a user waits for (only the epochs trained now, after a resume).
-    other_cpu_share is the largest share of the machine's CPU that other programs took during an epoch; above
-    CONTENDED_SHARE the timing is marked contended.
+    units_per_s is the global batch over the median step time (warm-up excluded, the slowest rank's time per step);
+    train_time_s is the time the planned steps take at that median, so two strategies doing the same work compare
+    fairly. wall_time_s is the whole job from its launch: what a user waits for. other_cpu_share is the largest share
+    of the machine's CPU that other programs took during an epoch; above CONTENDED_SHARE the timing is marked
+    contended.
     """
     steps = summarize(step_durations)
     last = result.history[-1]
     shares = [share for row in result.history if (share := row.get("other_cpu_share")) is not None]
     busiest = max(shares) if shares else None
-    return {
-        **plan.describe(),
-        "scale": plan.scale,
-        "unit": data.unit,
-        "data_origin": data.data_origin,
-        "data_provenance": data.provenance,
-        "data_digest": result.data_id,
-        "labels": plan.workload.choices_beside_metrics(plan.settings),
-        "epochs": plan.settings.epochs,
-        "train_time_s": steps["median"] * result.steps_per_epoch * plan.settings.epochs,
-        "wall_time_s": wall_time_s,
-        f"{data.unit}s_per_s": plan.global_batch / steps["median"],
-        "step_time_s": steps,
-        "step_durations": step_durations,
-        "final_epoch": {key: value for key, value in last.items() if key not in NOT_SCORES},
-        "peak_memory_mb": memory_mb,
-        "memory_kind": memory_kind,
-        "other_cpu_share": busiest,
-        "contended": busiest is not None and busiest > CONTENDED_SHARE,
-        "load_average_1m": load_average(),
-        "resumed_after_epoch": result.resumed_after_epoch,
-        "restarts": restart_count(),
-        "strategy_details": result.strategy_details,
-        "environment": describe(plan.machine, plan.processes, plan.threads, plan.distributed),
-    }
+    return RunRecord(
+        **plan.describe().model_dump(),
+        scale=plan.scale,
+        unit=data.unit,
+        data_origin=data.data_origin,
+        data_provenance=data.provenance,
+        data_digest=result.data_id,
+        labels=plan.workload.choices_beside_metrics(plan.settings),
+        epochs=plan.settings.epochs,
+        train_time_s=steps.median * result.steps_per_epoch * plan.settings.epochs,
+        wall_time_s=wall_time_s,
+        units_per_s=plan.global_batch / steps.median,
+        step_time_s=steps,
+        step_durations=step_durations,
+        final_epoch={key: value for key, value in last.items() if key not in NOT_SCORES},
+        peak_memory_mb=memory_mb,
+        memory_kind=memory_kind,
+        other_cpu_share=busiest,
+        contended=busiest is not None and busiest > CONTENDED_SHARE,
+        load_average_1m=load_average(),
+        resumed_after_epoch=result.resumed_after_epoch,
+        restarts=restart_count(),
+        strategy_details=result.strategy_details,
+        environment=describe(plan.machine, plan.processes, plan.threads, plan.distributed),
+    )
 
 
-def write_run(plan: RunPlan, result: TrainResult, record: dict[str, Any]) -> None:
+def write_run(plan: RunPlan, result: TrainResult, record: RunRecord) -> None:
     """Save the weights, the run's record and its per-epoch CSV."""
     role, name = plan.role, plan.workload_name
     write_atomic(model_file(role, name), lambda tmp: torch.save(result.state_dict, tmp))
-    write_json(results_file(role, name), record)
+    write_json(results_file(role, name), record.model_dump(mode="json"))
     curves = pd.DataFrame(result.history)
     write_atomic(train_curve_file(role, name), lambda tmp: curves.to_csv(tmp, index=False, float_format="%.6g"))
 

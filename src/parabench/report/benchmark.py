@@ -26,21 +26,22 @@ def cell_result(entry: CellRuns) -> dict[str, Any]:
     if entry.plan is None:
         return {"status": "skipped", "reason": entry.skipped_reason}
     plan = entry.plan
-    unit = entry.runs[-1]["unit"]
-    steps = [duration for run in entry.runs for duration in run["step_durations"]]
-    per_round = [plan.global_batch / statistics.median(run["step_durations"]) for run in entry.runs]
-    shares = [run["other_cpu_share"] for run in entry.runs if run["other_cpu_share"] is not None]
-    median, low, high = median_interval([run["step_durations"] for run in entry.runs])
+    unit = entry.runs[-1].unit
+    steps = [duration for run in entry.runs for duration in run.step_durations]
+    per_round = [plan.global_batch / statistics.median(run.step_durations) for run in entry.runs]
+    shares = [run.other_cpu_share for run in entry.runs if run.other_cpu_share is not None]
+    median, low, high = median_interval([run.step_durations for run in entry.runs])
+    transform_rates = [run.transform_units_per_s for run in entry.runs if run.transform_units_per_s is not None]
     return {
         "status": "ran",
         "unit": unit,
         "rate": plan.global_batch / median,
         "rate_ci95": [plan.global_batch / high, plan.global_batch / low],
         "median_precision": (high - low) / 2 / median,
-        "step_durations_by_round": [run["step_durations"] for run in entry.runs],
+        "step_durations_by_round": [run.step_durations for run in entry.runs],
         "rate_slowest_round": min(per_round),
         "rate_fastest_round": max(per_round),
-        "step_time_s": summarize(steps),
+        "step_time_s": summarize(steps).model_dump(),
         "rounds": len(entry.runs),
         "global_batch": plan.global_batch,
         "processes": plan.processes,
@@ -50,15 +51,13 @@ def cell_result(entry: CellRuns) -> dict[str, Any]:
         "other_cpu_share": max(shares) if shares else None,
         "contended": bool(shares) and max(shares) > CONTENDED_SHARE,
         "peak_memory_mb": {
-            key: max(run["peak_memory_mb"][key] for run in entry.runs) for key in entry.runs[-1]["peak_memory_mb"]
+            key: max(run.peak_memory_mb[key] for run in entry.runs) for key in entry.runs[-1].peak_memory_mb
         },
-        "memory_kind": entry.runs[-1]["memory_kind"],
-        "strategy_details": entry.runs[-1]["strategy_details"],
+        "memory_kind": entry.runs[-1].memory_kind,
+        "strategy_details": entry.runs[-1].strategy_details,
         "environment": {
             **describe(plan.machine, plan.processes, plan.threads, plan.distributed),
-            f"transform_{unit}s_per_s_per_process": statistics.median(
-                run["transform_units_per_s"] for run in entry.runs
-            ),
+            f"transform_{unit}s_per_s_per_process": statistics.median(transform_rates) if transform_rates else None,
             f"train_{unit}s_per_s_per_process": plan.global_batch / statistics.median(steps) / plan.processes,
         },
     }

@@ -28,6 +28,7 @@ from parabench.paths import (
     sweep_figure_file,
     train_curve_file,
 )
+from parabench.records import RunRecord
 from parabench.report.answers import QUESTIONS, answer, noise_sentence, speedup_text
 from parabench.report.epoch_figure import epoch_figure
 from parabench.report.time_split import PART_MEANINGS
@@ -190,7 +191,7 @@ def section(workload: str, every_sweep: dict[str, dict[str, Any]], machine: str)
     benchmark = read_json(results_file("benchmark", workload))
     comparison = read_json(results_file("speedup", workload))
     sweeps = {name: sweep for name, sweep in every_sweep.items() if sweep["sweep"]["workload"] == workload}
-    runs = {role: read_json(results_file(role, workload)) for role in ROLES}
+    runs = {role: RunRecord.model_validate(read_json(results_file(role, workload))) for role in ROLES}
     parts = [
         f'<section id="{workload}"><h2>Seed {question.seed} · {html.escape(workload)}: '
         f"{html.escape(question.title)}</h2>",
@@ -202,15 +203,12 @@ def section(workload: str, every_sweep: dict[str, dict[str, Any]], machine: str)
         stage_html(benchmark),
         skipped_html(benchmark),
         "<h3>The training run against its reference</h3>",
-        f"<p>{html.escape(runs['train']['strategy'])} against {html.escape(runs['reference']['strategy'])}.</p>",
+        f"<p>{html.escape(runs['train'].strategy)} against {html.escape(runs['reference'].strategy)}.</p>",
         figure_tag(
             rendered(
                 epoch_figure(
                     workload,
-                    {
-                        f"{role}: {runs[role]['strategy']}": pd.read_csv(train_curve_file(role, workload))
-                        for role in ROLES
-                    },
+                    {f"{role}: {runs[role].strategy}": pd.read_csv(train_curve_file(role, workload)) for role in ROLES},
                     machine,
                 )
             ),
@@ -221,7 +219,7 @@ def section(workload: str, every_sweep: dict[str, dict[str, Any]], machine: str)
         parts += [table_html(quality_rows(comparison)), f"<p>{html.escape(comparison['quality'])}</p>"]
     else:
         parts.append('<p class="note">No quality to compare: the data are synthetic (time only).</p>')
-    if any(runs[role]["contended"] for role in ROLES):
+    if any(runs[role].contended for role in ROLES):
         parts.append(
             '<p class="warn">CONTENDED: other programs took over 10% of the CPU while a run was timed; '
             "trust the benchmark's interleaved figures over the two runs'.</p>"

@@ -15,6 +15,7 @@ from typing import Any
 
 from parabench.data.provenance import Provenance
 from parabench.data.registry import origin_summary
+from parabench.records import Evaluation, RunRecord
 from parabench.report.benchmark import REFERENCE, ratio
 from parabench.stats import in_words, ratio_interval
 from parabench.workloads import WORKLOADS
@@ -42,11 +43,11 @@ def benchmark_speedup(
     return ratio(run, ref)
 
 
-def training_runs_speedup(run: dict[str, Any], reference: dict[str, Any]) -> tuple[float, float, float]:
+def training_runs_speedup(run: RunRecord, reference: RunRecord) -> tuple[float, float, float]:
     """The reference's training time over the run's (median step x steps), with the 95% interval of its median
     steps' ratio."""
-    point = reference["train_time_s"] / run["train_time_s"]
-    steps, low, high = ratio_interval([reference["step_durations"]], [run["step_durations"]])
+    point = reference.train_time_s / run.train_time_s
+    steps, low, high = ratio_interval([reference.step_durations], [run.step_durations])
     return point, point * low / steps, point * high / steps
 
 
@@ -55,33 +56,35 @@ def intervals_overlap(first: tuple[float, float, float], second: tuple[float, fl
     return first[1] <= second[2] and second[1] <= first[2]
 
 
-def end_to_end_speedup(run: dict[str, Any], reference: dict[str, Any]) -> float | None:
+def end_to_end_speedup(run: RunRecord, reference: RunRecord) -> float | None:
     """The reference job's wall time over the run's; None when either resumed from a checkpoint (it did not run
     end to end) or was not launched by a stage."""
-    timed = [
-        record
-        for record in (run, reference)
-        if record.get("wall_time_s") is not None and not record.get("resumed_after_epoch")
-    ]
-    return reference["wall_time_s"] / run["wall_time_s"] if len(timed) == 2 else None
+    if (
+        run.wall_time_s is None
+        or reference.wall_time_s is None
+        or run.resumed_after_epoch
+        or reference.resumed_after_epoch
+    ):
+        return None
+    return reference.wall_time_s / run.wall_time_s
 
 
-def data_summary(run: dict[str, Any]) -> str:
+def data_summary(run: RunRecord) -> str:
     """What a run's data is, short enough for the table, rendered from its provenance record (another dataset's
     than the workload's own: real pixels of it); a run with no record read no prepared dataset: its data was drawn
     from its seed (results/ keep its data_origin sentence)."""
-    record = run.get("data_provenance")
+    record = run.data_provenance
     if record is None:
         return DRAWN
     summary = origin_summary(Provenance.model_validate(record))
-    return summary if WORKLOADS[run["workload"]].dataset == record["dataset"] else f"real pixels of {summary}"
+    return summary if WORKLOADS[run.workload].dataset == record["dataset"] else f"real pixels of {summary}"
 
 
-def speedups(run: dict[str, Any], reference: dict[str, Any], benchmark: dict[str, Any] | None) -> dict[str, Any]:
+def speedups(run: RunRecord, reference: RunRecord, benchmark: dict[str, Any] | None) -> dict[str, Any]:
     """The headline speedup with its interval and where it comes from, both figures it is chosen from with their
     intervals, and whether they agree (module docstring)."""
     training_runs = training_runs_speedup(run, reference)
-    interleaved = benchmark_speedup(benchmark, run["strategy"], reference["strategy"])
+    interleaved = benchmark_speedup(benchmark, run.strategy, reference.strategy)
     headline = interleaved or training_runs
     return {
         "speedup": headline[0],
@@ -96,9 +99,9 @@ def speedups(run: dict[str, Any], reference: dict[str, Any], benchmark: dict[str
 
 
 def compare(
-    run: dict[str, Any],
-    reference: dict[str, Any],
-    evaluation: dict[str, Any],
+    run: RunRecord,
+    reference: RunRecord,
+    evaluation: Evaluation,
     benchmark: dict[str, Any] | None,
     primary_metric: str | None,
 ) -> dict[str, Any]:
@@ -110,23 +113,24 @@ def compare(
     figures = speedups(run, reference, benchmark)
     quality = {}
     if primary_metric is not None:
-        paired = evaluation["paired"]
+        paired = evaluation.paired
+        assert paired is not None, "a workload with a primary metric scores its test items"
         quality = {
-            f"{primary_metric}_delta": paired["delta"],
-            f"{primary_metric}_delta_ci95": (paired["ci95_high"] - paired["ci95_low"]) / 2,
+            f"{primary_metric}_delta": paired.delta,
+            f"{primary_metric}_delta_ci95": (paired.ci95_high - paired.ci95_low) / 2,
         }
-    cell = (benchmark or {}).get("cells", {}).get(run["strategy"], {})
+    cell = (benchmark or {}).get("cells", {}).get(run.strategy, {})
     return {
-        "strategy": run["strategy"],
-        "reference": reference["strategy"],
-        **evaluation["train"],
+        "strategy": run.strategy,
+        "reference": reference.strategy,
+        **evaluation.train,
         **quality,
         "speedup": figures["speedup"],
         "speedup_verdict": cell.get("speedup_verdict") if figures["speedup_from"] == "benchmark" else None,
         "noise_floor": benchmark["noise"]["floor"] if benchmark else None,
         "fastest": fastest_in_words(benchmark["ranking"]) if benchmark else None,
-        "contended": run["contended"] or reference["contended"],
-        **run["labels"],
+        "contended": run.contended or reference.contended,
+        **run.labels,
         "data_origin": data_summary(run),
     }
 
@@ -139,7 +143,7 @@ def fastest_in_words(ranking: dict[str, Any]) -> str | None:
 
 
 def details(
-    run: dict[str, Any], reference: dict[str, Any], evaluation: dict[str, Any], benchmark: dict[str, Any] | None
+    run: RunRecord, reference: RunRecord, evaluation: Evaluation, benchmark: dict[str, Any] | None
 ) -> dict[str, Any]:
     """What the compact comparison leaves out: how to read it, both speedups with their intervals and whether they
     agree, scaling efficiency (the speedup over the run's devices), end to end, both runs' rates, times, scores, load
@@ -148,25 +152,21 @@ def details(
     return {
         "note": INTERLEAVED_NOTE,
         "speedups": figures,
-        "quality": in_words(evaluation["paired"], run["strategy"], reference["strategy"])
-        if "paired" in evaluation
+        "quality": in_words(evaluation.paired.model_dump(), run.strategy, reference.strategy)
+        if evaluation.paired is not None
         else None,
-        "data_origin": run["data_origin"],
-        "scaling_efficiency": figures["speedup"] / run["devices"],
+        "data_origin": run.data_origin,
+        "scaling_efficiency": figures["speedup"] / run.devices,
         "speedup_end_to_end": end_to_end_speedup(run, reference),
-        "rate": {
-            "unit": run["unit"],
-            "run": run[f"{run['unit']}s_per_s"],
-            "reference": reference[f"{run['unit']}s_per_s"],
-        },
-        "train_time_s": {"run": run["train_time_s"], "reference": reference["train_time_s"]},
-        "wall_time_s": {"run": run.get("wall_time_s"), "reference": reference.get("wall_time_s")},
-        "devices": run["devices"],
-        "evaluation": evaluation,
+        "rate": {"unit": run.unit, "run": run.units_per_s, "reference": reference.units_per_s},
+        "train_time_s": {"run": run.train_time_s, "reference": reference.train_time_s},
+        "wall_time_s": {"run": run.wall_time_s, "reference": reference.wall_time_s},
+        "devices": run.devices,
+        "evaluation": evaluation.model_dump(mode="json"),
         "benchmark_reference": REFERENCE,
         "load": {
-            role: {"other_cpu_share": record["other_cpu_share"], "load_average_1m": record["load_average_1m"]}
+            role: {"other_cpu_share": record.other_cpu_share, "load_average_1m": record.load_average_1m}
             for role, record in (("run", run), ("reference", reference))
         },
-        "environment": {"run": run["environment"], "reference": reference["environment"]},
+        "environment": {"run": run.environment, "reference": reference.environment},
     }

@@ -32,6 +32,7 @@ import statistics
 from typing import Any
 
 from parabench.engine.timing import PHASES
+from parabench.records import CellRun
 
 ADDS_UP_WITHIN = 0.05  # the parts' sum against the median step, relative
 MOVE_ALL_GRADIENTS = ("ddp", "allreduce")  # strategies whose communication is one all-reduce of every gradient
@@ -64,11 +65,11 @@ def step_parts(phase_durations: list[list[dict[str, float]]]) -> list[dict[str, 
     return parts
 
 
-def typical_parts(runs: list[dict[str, Any]]) -> dict[str, float]:
+def typical_parts(runs: list[CellRun]) -> dict[str, float]:
     """Each part's mean over the typical steps of every run (round) of a cell: the central half of its timed steps
     by duration, where its median step lies (a part's own median would not add up with the others')."""
     steps = sorted(
-        (parts for run in runs for parts in step_parts(run["phase_durations"])), key=lambda parts: sum(parts.values())
+        (parts for run in runs for parts in step_parts(run.phase_durations)), key=lambda parts: sum(parts.values())
     )
     typical = steps[len(steps) // 4 : len(steps) - len(steps) // 4]
     return {part: statistics.fmean(step[part] for step in typical) for part in typical[0]}
@@ -101,7 +102,7 @@ def cut_parts(details: dict[str, Any], forward_backward: float) -> dict[str, flo
 
 
 def time_split(
-    runs: list[dict[str, Any]], strategy: str, communicates: bool, data_parallel: bool, compute_beside: float | None
+    runs: list[CellRun], strategy: str, communicates: bool, data_parallel: bool, compute_beside: float | None
 ) -> dict[str, Any]:
     """The split of a cell's median step: `communicates` false for a run with nothing to communicate (one device,
     the ceiling's copies); `compute_beside`, for a data-parallel strategy, the ceiling copies' forward and backward
@@ -109,7 +110,7 @@ def time_split(
     parts = typical_parts(runs)
     forward_backward = parts.pop("forward_backward")
     split = {"input": parts["input"]}
-    cut = cut_parts(runs[-1]["strategy_details"], forward_backward)
+    cut = cut_parts(runs[-1].strategy_details, forward_backward)
     if not communicates:
         split["compute"] = forward_backward
     elif cut is not None:
@@ -120,8 +121,8 @@ def time_split(
     else:
         split["forward_backward"] = forward_backward
     split |= {"optimizer": parts["optimizer"], "idle": parts["idle"]}
-    step = statistics.median(duration for run in runs for duration in run["step_durations"])
-    full = [run["gradient_allreduce_s"] for run in runs if run.get("gradient_allreduce_s") is not None]
+    step = statistics.median(duration for run in runs for duration in run.step_durations)
+    full = [run.gradient_allreduce_s for run in runs if run.gradient_allreduce_s is not None]
     hidden = None
     if "communication" in split and full and strategy in MOVE_ALL_GRADIENTS:
         hidden = min(1.0, max(0.0, 1 - split["communication"] / statistics.median(full)))

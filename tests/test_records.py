@@ -1,0 +1,34 @@
+"""The typed records: what a worker writes reads back as written, anything else is refused, and docs/metrics.md
+lists every field with the meaning the record gives it."""
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from parabench.records import CellRun, RunRecord, reference
+from tests.setups import run_record
+
+METRICS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "metrics.md"
+
+
+def test_a_run_record_reads_back_as_written():
+    record = run_record("ddp", [0.2, 0.1, 0.3], devices=2)
+    assert RunRecord.model_validate_json(record.model_dump_json()) == record
+    assert record.step_time_s.median == 0.2 and record.units_per_s == pytest.approx(500)
+
+
+def test_a_record_refuses_a_missing_or_unknown_field():
+    written = run_record("single", [0.1]).model_dump()
+    with pytest.raises(ValidationError, match="units_per_s"):
+        RunRecord.model_validate({key: value for key, value in written.items() if key != "units_per_s"})
+    with pytest.raises(ValidationError, match="samples_per_s"):
+        RunRecord.model_validate({**written, "samples_per_s": 10.0})
+    with pytest.raises(ValidationError, match="step_durations"):
+        CellRun.model_validate({"unit": "sample"})
+
+
+def test_the_metrics_page_lists_every_field_as_the_records_describe_it():
+    assert reference() in METRICS_PAGE.read_text(), (
+        "docs/metrics.md's last section differs from the records: paste `python -m parabench.records` there"
+    )
