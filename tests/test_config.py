@@ -85,7 +85,7 @@ def test_weak_scaling_multiplies_batch_and_lr(base_params, write_params):
 
 def test_local_data_source_must_exist(base_params, write_params, tmp_path):
     base_params["data"]["fashion_mnist"]["source"] = str(tmp_path / "nowhere")
-    with pytest.raises(ConfigError, match=r"data\.fashion_mnist\.source: .*neither 'download' nor an existing folder"):
+    with pytest.raises(ConfigError, match=r"data\.fashion_mnist\.source: .*nor an existing folder"):
         load_params(write_params(base_params))
 
 
@@ -99,7 +99,7 @@ def test_cuda_requested_without_cuda(base_params, write_params):
 
 def test_several_nodes_need_a_rendezvous(base_params, write_params):
     base_params["hardware"]["nodes"] = 2
-    with pytest.raises(ConfigError, match=r"hardware\.nodes: 2 needs hardware\.rendezvous: the host:port"):
+    with pytest.raises(ConfigError, match=r"hardware\.nodes: 2 needs hardware\.rendezvous"):
         load_params(write_params(base_params))
     base_params["hardware"].update(rendezvous="10.0.0.1:29400", devices=1)  # 2 replicas: every batch divides
     check_all(load_params(write_params(base_params)))
@@ -141,22 +141,16 @@ def test_split_size_larger_than_the_batch_whatever_the_strategy(base_params, wri
     named with the workload's entry, the batch it exceeds and the fix."""
     base_params["strategy"] = strategy
     base_params["pipeline"]["split_size"]["fashion_mnist"] = 100000
+    path = write_params(base_params)
     with pytest.raises(ConfigError) as err:
-        load_params(write_params(base_params))
-    assert str(err.value) == (
-        f"{write_params(base_params)} is invalid (1 problem):\n"
-        "  - pipeline.split_size.fashion_mnist: 100000 is larger than scales.fashion_mnist.quick.batch_size: 128, so "
-        "a micro-batch could never be filled (checked whatever the strategy, so that a later `-S strategy=pipeline` "
-        "does not fail); set it to at most 128\n"
-        f"Fix {write_params(base_params)} (or the -S override you passed to `dvc exp run`) and run again."
-    )
+        load_params(path)
+    header, problem, fix = str(err.value).splitlines()
+    assert header == f"{path} is invalid (1 problem):" and fix.startswith(f"Fix {path} ")
+    assert problem.startswith("  - pipeline.split_size.fashion_mnist: 100000 ") and "batch_size: 128" in problem
+    assert problem.endswith("set it to at most 128"), problem
     base_params["pipeline"]["split_size"]["fashion_mnist"] = 128
     base_params["pipeline"]["split_size"]["miniimagenet"] = 3
-    with pytest.raises(
-        ConfigError,
-        match=r"pipeline\.split_size\.miniimagenet: 3 is larger than "
-        r"scales\.miniimagenet\.quick\.batch_size: 2, .*set it to at most 2\n",
-    ):
+    with pytest.raises(ConfigError, match=r"pipeline\.split_size\.miniimagenet: 3 .*set it to at most 2\n"):
         load_params(write_params(base_params))
 
 
@@ -180,8 +174,7 @@ def test_the_distributed_engine_s_rule_names_the_workload_s_entry(base_params, w
     params = load_params(write_params(base_params))
     with pytest.raises(
         ConfigError,
-        match=r"pipeline\.split_size\.fashion_mnist: 5 does not divide the global batch "
-        r"of 128 .*`dvc exp run -S pipeline\.split_size\.fashion_mnist=4`",
+        match=r"pipeline\.split_size\.fashion_mnist: 5 does not divide .*-S pipeline\.split_size\.fashion_mnist=4`",
     ):
         make_plan(params, "fashion_mnist", "train", strategy_name="pipeline")
 
@@ -194,25 +187,16 @@ def test_split_size_below_one(base_params, write_params):
 
 def test_split_size_names_every_workload_and_only_workloads(base_params, write_params):
     del base_params["pipeline"]["split_size"]["resnet50"]
-    with pytest.raises(
-        ConfigError,
-        match=r"  - pipeline\.split_size: no entry for resnet50: every workload needs one "
-        r"\(its units per micro-batch, at most its batch_size\); add e\.g\. "
-        r"`resnet50: 1`\n",
-    ):
+    with pytest.raises(ConfigError, match=r"pipeline\.split_size: no entry for resnet50: .*add e\.g\. `resnet50: 1`"):
         load_params(write_params(base_params))
     base_params["pipeline"]["split_size"].update(resnet50=8, cifar10=4)
-    with pytest.raises(
-        ConfigError,
-        match=r"  - pipeline\.split_size: cifar10 names no workload; the workloads are "
-        r"fashion_mnist, miniimagenet, hotdog, resnet50\n",
-    ):
+    with pytest.raises(ConfigError, match=r"pipeline\.split_size: cifar10 names no workload"):
         load_params(write_params(base_params))
 
 
 def test_a_split_size_that_is_not_one_entry_per_workload_is_refused_naming_the_key(base_params, write_params):
     base_params["pipeline"].update(split_size=32)
-    with pytest.raises(ConfigError, match=r"  - pipeline\.split_size: 32 \(int\) is not a mapping"):
+    with pytest.raises(ConfigError, match=r"pipeline\.split_size: 32 \(int\) is not a mapping"):
         load_params(write_params(base_params))
     base_params["pipeline"].update(split_size={"fashion_mnist": 32}, split_sizes={"resnet50": 4})
     with pytest.raises(ConfigError, match=r"pipeline\.split_sizes.*did you mean 'split_size'"):
@@ -221,11 +205,7 @@ def test_a_split_size_that_is_not_one_entry_per_workload_is_refused_naming_the_k
 
 def test_the_bottleneck_encoder_needs_width_64(base_params, write_params):
     base_params["scales"]["miniimagenet"]["quick"].update(encoder="bottleneck", width=32)
-    with pytest.raises(
-        ConfigError,
-        match=r"  - scales\.miniimagenet\.quick: encoder 'bottleneck' has fixed layers "
-        r"\(11,285,569 parameters\): set width to 64, not 32\n",
-    ):
+    with pytest.raises(ConfigError, match=r"scales\.miniimagenet\.quick: encoder 'bottleneck' .*set width to 64"):
         load_params(write_params(base_params))
     base_params["scales"]["miniimagenet"]["quick"]["width"] = 64
     assert load_params(write_params(base_params)).settings("miniimagenet").width == 64
@@ -233,8 +213,7 @@ def test_the_bottleneck_encoder_needs_width_64(base_params, write_params):
 
 def test_unknown_schedule_lists_the_valid_ones(base_params, write_params):
     base_params["pipeline"]["schedule"] = "zigzag"
-    expected = r"pipeline\.schedule: 'zigzag' is not valid; choose one of: 'gpipe' or '1f1b'"
-    with pytest.raises(ConfigError, match=expected):
+    with pytest.raises(ConfigError, match=r"pipeline\.schedule: 'zigzag' .*'gpipe' or '1f1b'"):
         load_params(write_params(base_params))
 
 
@@ -248,17 +227,13 @@ def test_a_misspelt_top_level_key_names_the_one_meant(base_params, write_params)
     base_params["stratgy"] = base_params.pop("strategy")
     with pytest.raises(ConfigError) as err:
         load_params(write_params(base_params))
-    assert "stratgy: unknown key (value 'ddp'); did you mean 'strategy'?" in str(err.value)
+    assert "stratgy: unknown key" in str(err.value) and "did you mean 'strategy'" in str(err.value)
     assert "strategy: missing" in str(err.value)
 
 
 def test_a_misspelt_key_beside_the_real_one_is_refused(base_params, write_params):
     base_params["hardware"]["devics"] = 4
-    with pytest.raises(
-        ConfigError,
-        match=r"hardware\.devics: unknown key \(value 4\); did you mean 'devices'\? "
-        r"valid keys here: accelerator, devices, ",
-    ):
+    with pytest.raises(ConfigError, match=r"hardware\.devics: .*did you mean 'devices'"):
         load_params(write_params(base_params))
 
 
@@ -292,11 +267,7 @@ def test_more_processes_than_cores_needs_an_explicit_override(base_params, write
     base_params["scales"]["hotdog"]["quick"]["batch_size"] = cores * 32
     base_params["scales"]["resnet50"]["quick"]["batch_size"] = cores * 32
     base_params["scales"]["miniimagenet"]["quick"]["batch_size"] = cores * 32
-    with pytest.raises(
-        ConfigError,
-        match=rf"strategy=ddp start {cores * 32} worker processes on this node's "
-        rf"{cores} CPU cores.*hardware\.oversubscribe: true",
-    ):
+    with pytest.raises(ConfigError, match=rf"start {cores * 32} worker processes .*hardware\.oversubscribe: true"):
         check_all(load_params(write_params(base_params)))
     base_params["hardware"]["oversubscribe"] = True
     check_all(load_params(write_params(base_params)))
@@ -321,15 +292,12 @@ def test_every_workload_reads_what_inputs_names(base_params, write_params):
         (
             "resnet50",
             "data/prepared/hotdg",
-            r"inputs\.resnet50: 'data/prepared/hotdg' is not what resnet50 can read; "
-            r"choose one of: src/parabench/workloads/random_images\.py \(random data drawn from the seed\), "
-            r"data/prepared/fashion_mnist \(that dataset\), data/prepared/hotdog",
+            r"inputs\.resnet50: 'data/prepared/hotdg' .*random_images\.py .*data/prepared/hotdog",
         ),
         (
             "fashion_mnist",
             "data/prepared/hotdog",
-            r"inputs\.fashion_mnist: 'data/prepared/hotdog' is not what "
-            r"fashion_mnist can read; choose one of: data/prepared/fashion_mnist \(that dataset\)\n",
+            r"inputs\.fashion_mnist: 'data/prepared/hotdog' .*one of: data/prepared/fashion_mnist \(that dataset\)\n",
         ),
         ("hotdog", "../../etc", r"inputs\.hotdog: '\.\./\.\./etc' is not what hotdog can read"),
     ],
@@ -346,14 +314,10 @@ def test_inputs_name_the_workloads_to_run_at_least_one_and_only_workloads(base_p
     del base_params["inputs"]["resnet50"]
     assert set(load_params(write_params(base_params)).inputs) == {"fashion_mnist", "miniimagenet", "hotdog"}
     base_params["inputs"] = {}
-    with pytest.raises(
-        ConfigError,
-        match=r"inputs: no workload to run: list at least one of fashion_mnist, .* e\.g\. "
-        r"`fashion_mnist: data/prepared/fashion_mnist`",
-    ):
+    with pytest.raises(ConfigError, match=r"inputs: no workload to run.*`fashion_mnist: data/prepared/fashion_mnist`"):
         load_params(write_params(base_params))
     base_params["inputs"] = {"cifar10": "data/prepared/x"}
-    with pytest.raises(ConfigError, match=r"inputs: cifar10 names no workload; the workloads are fashion_mnist"):
+    with pytest.raises(ConfigError, match=r"inputs: cifar10 names no workload"):
         load_params(write_params(base_params))
 
 

@@ -123,7 +123,7 @@ def test_a_bad_layout_is_refused_with_every_problem(tmp_path: Path) -> None:
         "has 2 problem(s)",
         f"{folder / 'val'} is missing",
         "0.png does not decode as an image",
-        "train/<class>/<image files> and val/<class>/<image files> and test/<class>/<image files>",
+        "val/<class>/<image files>",
         "dvc repro download@toy prepare@toy",
     ):
         assert expected in message
@@ -135,7 +135,7 @@ def test_a_folder_prepared_for_another_dataset_is_refused(tmp_path: Path) -> Non
     DATASETS["hotdog"].prepare(hotdog_like, tmp_path / "hotdog")
     (tmp_path / "hotdog" / "val_images.npy").write_bytes((tmp_path / "hotdog" / "test_images.npy").read_bytes())
     (tmp_path / "hotdog" / "val_labels.npy").write_bytes((tmp_path / "hotdog" / "test_labels.npy").read_bytes())
-    with pytest.raises(DataError, match=r"meta.json is not what prepare writes; run `dvc repro prepare@toy` again"):
+    with pytest.raises(DataError, match=r"meta\.json is not what prepare writes.*prepare@toy"):
         DATASETS["toy"].load_prepared(tmp_path / "hotdog")
 
 

@@ -1,6 +1,7 @@
 """The shipped params.yaml on the machines people have: 1 to 8 devices per node, one node or two. Planning is ordinary
 code, so a GPU box is a monkeypatched device count here; CPU devices run with `oversubscribe`."""
 
+import re
 from typing import Any
 from unittest import mock
 
@@ -66,10 +67,7 @@ def test_auto_gives_a_data_parallel_run_the_most_devices_its_batch_divides_among
     assert (fashion.devices, fashion.replicas, episodes.devices) == (fashion_devices, fashion_devices, episode_devices)
     assert ceilings == ([fashion_devices, episode_devices] if count > 1 else [])
     if episode_devices < count:
-        assert (
-            f"miniimagenet's strategy=ddp: the global batch of 2 divides among at most 2 data-parallel replicas, "
-            f"so it runs on 2 of each node's {count} devices (hardware.devices: auto)"
-        ) in caplog.text
+        assert re.search(rf"miniimagenet's strategy=ddp: .*runs on 2 of each node's {count} devices", caplog.text)
 
 
 def test_a_ceiling_needs_two_copies_the_batch_divides_among():
@@ -84,8 +82,7 @@ def test_devices_set_by_hand_that_a_batch_does_not_divide_among_stop_naming_the_
     """Explicit devices are taken as asked: a batch that does not divide stops the check stage with the command."""
     with pytest.raises(
         ConfigError,
-        match=r"scales\.\w+\.quick\.batch_size: \d+ does not divide evenly among the "
-        rf"{devices} data-parallel .*dvc exp run -S scales\.\w+\.quick\.batch_size=",
+        match=rf"quick\.batch_size: \d+ does not divide .*multiple of {devices} .*-S scales\.\w+\.quick\.batch_size=",
     ):
         check_all(shipped_on(base_params, "cpu", devices, 1))
 
@@ -111,7 +108,7 @@ def test_the_distributed_pipeline_over_two_nodes_cuts_one_stage_per_process(base
 @pytest.mark.parametrize(
     ("stages", "message"),
     [
-        (7, r"cannot cut the model into 7 stages \(partition\.stages\): the model has only 6 blocks"),
+        (7, r"into 7 stages \(partition\.stages\): .*only 6 blocks"),
         (3, r"cannot place partition\.stages: 3 stages on 2 device\(s\)"),
     ],
 )
@@ -134,7 +131,7 @@ def test_more_devices_than_gpus_and_gloo_on_cuda_stop_before_any_work(base_param
     """`single` would run, but the benchmark's copies of it could not: the plan refuses up front; so does gloo on
     CUDA, whose missing collectives would fail fsdp and the pipeline at their first step."""
     with gpus(2):
-        with pytest.raises(ConfigError, match=r"hardware\.devices: 4 GPUs per node, but this node has 2"):
+        with pytest.raises(ConfigError, match=r"hardware\.devices: 4 .*this node has 2"):
             check_all(shipped_on(base_params, "cuda", 4, 1, strategy="single"))
         with pytest.raises(ConfigError, match=r"hardware\.backend: 'gloo' with CUDA"):
             check_all(shipped_on(base_params, "cuda", 2, 1, **{"hardware.backend": "gloo"}))

@@ -151,20 +151,20 @@ def test_the_scan_collects_every_layout_problem(folder: Path) -> None:
     (folder / "train" / "notes.txt").write_text("stray")
     (folder / "test" / "hotdog" / "sub").mkdir()
     problems = scan_class_folders(folder, SPLITS).problems
-    assert problems == (
-        f"{folder / 'train' / 'not-hotdog'} is an empty class folder; it must hold at least one image file",
-        f"{folder / 'train' / 'notes.txt'} is a file directly inside train/, which must hold only class folders",
-        f"{folder / 'test' / 'hotdog' / 'sub'} is a folder inside a class folder, which must hold only image files",
-        f"class 'extra' is in train/ but {folder / 'test' / 'extra'} is missing; every class needs a folder in "
-        "both splits",
+    starts = (
+        f"{folder / 'train' / 'not-hotdog'} is an empty class folder",
+        f"{folder / 'train' / 'notes.txt'} is a file directly inside train/",
+        f"{folder / 'test' / 'hotdog' / 'sub'} is a folder inside a class folder",
+        f"class 'extra' is in train/ but {folder / 'test' / 'extra'} is missing",
     )
+    assert len(problems) == len(starts), problems
+    assert all(problem.startswith(start) for problem, start in zip(problems, starts)), problems
 
 
 def test_the_scan_names_a_missing_split_and_a_split_without_classes(folder: Path, tmp_path: Path) -> None:
     shutil.rmtree(folder / "test")
-    assert scan_class_folders(folder, SPLITS).problems == (
-        f"{folder / 'test'} is missing; the folder must hold the split folder test/",
-    )
+    [missing] = scan_class_folders(folder, SPLITS).problems
+    assert missing.startswith(f"{folder / 'test'} is missing"), missing
     shutil.rmtree(folder / "train")
     (folder / "train").mkdir()
     assert f"{folder / 'train'} holds no class folders" in scan_class_folders(folder, SPLITS).problems[0]
@@ -221,7 +221,7 @@ def test_a_checksum_mismatch_is_named_and_leaves_no_raw_folder(
     served = hashlib.sha1(server.routes["/gluon/hotdog.zip"].body).hexdigest()
     for expected in (f"expected sha1 {pinned.archive.sha1}", f"got {served}", url, "deleted"):
         assert expected in message
-    assert f"set {MIRROR_ENV} to a folder holding hotdog/hotdog.zip" in message
+    assert MIRROR_ENV in message and "hotdog/hotdog.zip" in message
     assert "params.yaml data.hotdog.source" in message
     assert sorted(p.name for p in tmp_path.iterdir()) == ["byo-hotdog", "upstream.zip"]
 

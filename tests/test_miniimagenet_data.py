@@ -225,7 +225,7 @@ def _break_missing_csv(folder: Path) -> str:
 def _break_header(folder: Path) -> str:
     path = folder / "test.csv"
     path.write_text(path.read_text().replace("filename,label", "file,class", 1))
-    return f"{path} starts with 'file,class'; its header must be filename,label"
+    return f"{path} starts with 'file,class'"
 
 
 def _break_row(folder: Path) -> str:
@@ -237,7 +237,7 @@ def _break_row(folder: Path) -> str:
 def _break_label(folder: Path) -> str:
     path = folder / "train.csv"
     path.write_text(path.read_text().replace("n0100000200000003.jpg,n01000002", "n0100000200000003.jpg,n01000003"))
-    return "label 'n01000003' does not match the wnid 'n01000002' that starts n0100000200000003.jpg"
+    return "label 'n01000003' does not match the wnid 'n01000002'"
 
 
 def _break_path(folder: Path) -> str:
@@ -382,7 +382,7 @@ def test_every_pickle_problem_is_listed_in_one_error(tmp_path: Path) -> None:
     with pytest.raises(DataError, match=r"2 problem\(s\)") as raised:
         prepare(tmp_path / "raw", tmp_path / "prepared")
     message = str(raised.value)
-    assert "image_data is uint8 (6, 32, 32, 3); expected uint8 (N, 84, 84, 3)" in message
+    assert "image_data is uint8 (6, 32, 32, 3)" in message and "(N, 84, 84, 3)" in message
     assert "each image must be listed exactly once" in message
 
 

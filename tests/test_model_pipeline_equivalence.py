@@ -142,27 +142,19 @@ def test_fewer_than_two_devices_names_hardware_devices(strategy):
 def test_a_split_above_the_global_batch_is_refused_by_the_distributed_engine_s_own_rule():
     """A micro-batch above the batch is params.yaml's rule (config.Params; tests/test_config.py); the distributed
     schedules' need for equal micro-batches of the global batch refuses it here too."""
-    with pytest.raises(
-        ConfigError,
-        match=r"pipeline.split_size: 16 does not divide the global batch of 8 .*"
-        r"-S pipeline.split_size=8",
-    ):
+    with pytest.raises(ConfigError, match=r"pipeline\.split_size: 16 does not divide .*-S pipeline\.split_size=8"):
         PIPELINE.check(cpu_setup(STAGES, split_size=16, engine="distributed"), BATCH)
 
 
 def test_distributed_needs_equal_micro_batches():
     PIPELINE.check(cpu_setup(STAGES, split_size=3, engine="inprocess"), BATCH)
-    with pytest.raises(
-        ConfigError,
-        match=r"pipeline.split_size: 3 does not divide the global batch of 8 .*"
-        r"-S pipeline.split_size=2",
-    ):
+    with pytest.raises(ConfigError, match=r"pipeline\.split_size: 3 does not divide .*-S pipeline\.split_size=2"):
         PIPELINE.check(cpu_setup(STAGES, split_size=3, engine="distributed"), BATCH)
 
 
 def test_1f1b_needs_a_micro_batch_per_stage():
     PIPELINE.check(cpu_setup(STAGES, split_size=8, engine="distributed", schedule="gpipe"), BATCH)
-    with pytest.raises(ConfigError, match=r"pipeline.schedule: '1f1b' .* set pipeline.split_size to at most 4"):
+    with pytest.raises(ConfigError, match=r"pipeline\.schedule: '1f1b' .*split_size to at most 4"):
         PIPELINE.check(cpu_setup(STAGES, split_size=8, engine="distributed", schedule="1f1b"), BATCH)
 
 

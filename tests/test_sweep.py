@@ -50,7 +50,7 @@ def test_the_default_sweeps_time_every_value_per_curve_beside_the_references(bas
 
 def test_a_sweep_needs_values_for_the_scale(base_params, write_params):
     del base_params["sweeps"]["split_size"]["values"]["quick"]
-    with pytest.raises(ConfigError, match=r"  - sweeps\.split_size\.values: no list for scale 'quick'; add one"):
+    with pytest.raises(ConfigError, match=r"sweeps\.split_size\.values: no list for scale 'quick'"):
         load_params(write_params(base_params))
 
 
@@ -81,19 +81,14 @@ def test_a_value_that_could_never_run_stops_before_any_cell(base_params, write_p
     base_params["sweeps"]["split_size"]["values"] = [4, 8, 32]  # quick batch: 8
     with pytest.raises(
         ConfigError,
-        match=r"\(sweeps\.split_size, the cell \{'pipeline\.split_size\.resnet50': 32, "
-        r"[^}]*\}\) is invalid \(1 problem\):\n"
-        r"  - pipeline\.split_size\.resnet50: 32 is larger than "
-        r"scales\.resnet50\.quick\.batch_size: 8",
+        match=r"(?s)\(sweeps\.split_size, the cell \{'pipeline\.split_size\.resnet50': 32, .*resnet50: 32 is larger",
     ):
         load_params(write_params(base_params))
     base_params["sweeps"]["split_size"]["values"] = [4]
     base_params["sweeps"]["split_size"]["curves"]["inprocess"] = {"pipeline.shedule": "1f1b"}
     with pytest.raises(
         ConfigError,
-        match=r"\(sweeps\.split_size, the cell .*\) is invalid \(1 problem\):\n"
-        r"  - pipeline\.shedule: unknown key \(value '1f1b'\); did you mean "
-        r"'schedule'\?",
+        match=r"(?s)\(sweeps\.split_size, the cell .*pipeline\.shedule: .*did you mean 'schedule'",
     ):
         load_params(write_params(base_params))
 
@@ -104,11 +99,7 @@ def test_a_sweep_reads_the_inputs_it_names(base_params, write_params):
     assert sweep_params(base_params, raw_sweep)["inputs"]["resnet50"] == "data/prepared/fashion_mnist"
     assert base_params["inputs"]["resnet50"].endswith("random_images.py"), "the workload's own entry is left alone"
     base_params["sweeps"]["split_size"]["inputs"] = "data/raw/hotdog"
-    with pytest.raises(
-        ConfigError,
-        match=r"sweeps\.split_size\.inputs: 'data/raw/hotdog' is not what resnet50 can "
-        r"read",
-    ):
+    with pytest.raises(ConfigError, match=r"sweeps\.split_size\.inputs: 'data/raw/hotdog' is not what resnet50"):
         load_params(write_params(base_params))
 
 
@@ -117,8 +108,7 @@ def test_a_sweep_of_a_key_that_is_no_single_value_is_refused_at_its_cell(base_pa
     base_params["sweeps"]["split_size"]["param"] = "pipeline.split_size"
     with pytest.raises(
         ConfigError,
-        match=r"\(sweeps\.split_size, the cell \{'pipeline\.split_size': 2, (.|\n)*"
-        r"  - pipeline\.split_size: 2 \(int\) is not a mapping",
+        match=r"(?s)the cell \{'pipeline\.split_size': 2, .*pipeline\.split_size: 2 \(int\) is not a mapping",
     ):
         load_params(write_params(base_params))
 

@@ -275,7 +275,7 @@ def test_a_node_that_does_not_come_is_named_after_the_join_timeout(tmp_path, pre
     status, output = finished(stage(project, "train.py", "fashion_mnist"), limit_s=120)
     assert status != 0 and time.monotonic() - started < 60, output
     message = output[output.rindex("error: ") :]
-    assert "only 1 of 2 nodes joined the rendezvous within hardware.join_timeout_s" in message, message
+    assert "only 1 of 2 nodes joined" in message and "hardware.join_timeout_s" in message, message
     assert "python -m parabench.engine.join" in message
 
 

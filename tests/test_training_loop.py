@@ -145,8 +145,8 @@ def test_a_checkpoint_trained_on_other_data_is_set_aside_and_training_starts_ove
     with caplog.at_level("WARNING", logger="parabench.checkpoint"):
         rerun = fit(tiny_plan(epochs=2), CPU_PROCESS, separable_data(), path, "new data")
     assert rerun.resumed_after_epoch == 0 and rerun.data_id == "new data"
-    assert f"checkpoint {path} was trained on other data (digest old data; this run reads new data)" in caplog.text
-    assert "starts from scratch" in caplog.text
+    assert f"checkpoint {path} was trained on other data" in caplog.text and "starts from scratch" in caplog.text
+    assert "old data" in caplog.text and "new data" in caplog.text
     assert (tmp_path / "ckpt.pt.other-data").read_bytes() == trained_on_old, "kept for a look, under another name"
     for name, value in straight.state_dict.items():
         torch.testing.assert_close(rerun.state_dict[name], value, rtol=0, atol=0)
@@ -216,8 +216,7 @@ def test_a_checkpoint_write_that_fails_half_way_keeps_the_previous_one(tmp_path,
     monkeypatch.setattr(torch, "save", disk_full)
     with pytest.raises(
         ParabenchError,
-        match=r"checkpoint of epoch 2 .*No space left on device; the previous "
-        r"checkpoint is intact",
+        match=r"checkpoint of epoch 2 .*No space left on device.*previous checkpoint is intact",
     ):
         fit(tiny_plan(epochs=2), CPU_PROCESS, separable_data(), path, "test data")
     assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.pt"]
