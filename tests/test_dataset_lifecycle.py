@@ -14,7 +14,7 @@ from PIL import Image
 from parabench.data.class_folder_dataset import ClassFolderDataset
 from parabench.data.fetch import MIRROR_ENV, RemoteFile
 from parabench.data.provenance import Provenance, origin_source, read_origin
-from parabench.data.registry import DATASETS, origin_sentence, origin_summary
+from parabench.data.registry import DATASETS, origin_sentence, origin_summary, origin_tag
 from parabench.data.source import DataSource
 from parabench.errors import DataError
 from tests.http_server import FileServer, Route
@@ -139,7 +139,7 @@ def test_a_folder_prepared_for_another_dataset_is_refused(tmp_path: Path) -> Non
         DATASETS["toy"].load_prepared(tmp_path / "hotdog")
 
 
-def test_the_sentence_and_summary_are_rendered_from_the_record() -> None:
+def test_the_sentence_summary_and_tag_are_rendered_from_the_record() -> None:
     """Made by hand, as a results file carries it: no sentence is parsed back."""
     record = Provenance(
         dataset="toy",
@@ -162,3 +162,9 @@ def test_the_sentence_and_summary_are_rendered_from_the_record() -> None:
     assert origin_source(unrecorded) == (
         "of unrecorded origin (data/raw/toy has no origin.json; re-run the download stage to record it)"
     )
+    assert origin_tag(record) == "Toy Shapes SAMPLE, 9 of 12", "a sample says so in the metrics column too"
+    assert origin_tag(unrecorded) == "unrecorded folder, 9 images"
+    complete = {split: dict.fromkeys(("circle", "square"), PER_CLASS[split]) for split in SPLITS}
+    official = record.model_copy(update={"kind": "official", "verified": True, "class_counts": complete})
+    assert origin_tag(official) == "full Toy Shapes"
+    assert origin_tag(official.model_copy(update={"verified": False})) == "full Toy Shapes, unverified"

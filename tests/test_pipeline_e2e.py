@@ -266,7 +266,7 @@ def test_repro_then_experiment(tmp_path):
         "test_acc_delta_ci95",
         "data_origin",
         "SAMPLE",
-        "not applicable (synthetic data)",
+        "n/a (synthetic data)",
         "best_value",
         "metrics/sweep/split_size/inprocess.json",
         "speedup_vs_largest_value",
@@ -300,7 +300,7 @@ def test_repro_then_experiment(tmp_path):
         assert set(record["peak_memory_mb"]) == {"rank0", "rank1"}
         assert record["environment"]["cpu_capability"] and record["environment"]["cpu_model"]
     synthetic = json.loads((project / "metrics/speedup/resnet50.json").read_text())
-    assert synthetic["accuracy"] == "not applicable (synthetic data)" and "test_acc" not in synthetic
+    assert synthetic["accuracy"] == "n/a (synthetic data)" and "test_acc" not in synthetic
     # One workload's answer, as a user asks for it: its stages and what they need, nothing else (which stages each
     # params key re-runs in the whole pipeline: tests/test_dvc_yaml_paths.py).
     experiment = run(project, "dvc", "exp", "run", "-S", "strategy=model_parallel", "speedup@fashion_mnist")
@@ -340,7 +340,8 @@ def test_repro_then_experiment(tmp_path):
         "metrics/speedup/fashion_mnist.json:speedup",
     ]
     assert {row.split(",")[1] for row in rows} == {"ddp", "model_parallel"}
-    assert "speedup" in run(project, "dvc", "metrics", "diff")
+    diff = run(project, "dvc", "metrics", "diff")
+    assert "speedup" in diff and max(map(len, diff.splitlines())) <= 200, f"one screen wide:\n{diff}"
     run(project, "dvc", "plots", "show", "-o", str(tmp_path / "plots"))
     page = (tmp_path / "plots" / "index.html").read_text()
     assert "test_acc" in page and "train_loss" in page and "median_s" in page

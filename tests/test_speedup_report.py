@@ -78,10 +78,14 @@ def test_speedup_efficiency_and_the_primary_metric_by_name():
     assert (row["test_acc"], row["test_acc_ci95"]) == (0.30, 0.01)
     assert row["test_acc_delta"] == pytest.approx(0.05) and row["test_acc_delta_ci95"] == pytest.approx(0.02)
     assert more["rate"] == {"unit": "episode", "run": 2.0, "reference": 1.0} and row["contended"] is True
-    assert row["data_origin"] == "miniImageNet SAMPLE: 2,000 of the official 60,000 images"
+    assert row["data_origin"] == "miniImageNet SAMPLE, 2,000 of 60,000", "a SAMPLE says so, in a few words"
     assert row["pretrained"] == "none", "the workload's labels are in every row"
     assert "reference_test_acc" not in row and "scaling_efficiency" not in row, "the rest lives in results/"
     assert len(row) <= 13, f"about a dozen columns in dvc exp show: {sorted(row)}"
+    thirds = evaluation.model_copy(update={"train": {"test_acc": 1 / 3, "test_acc_ci95": 0.012345678}})
+    shown = compare(run, reference, thirds, benchmark, "test_acc")
+    assert (shown["test_acc"], shown["test_acc_ci95"]) == (0.3333, 0.01235), "4 significant digits in the metrics"
+    assert details(run, reference, thirds, benchmark)["evaluation"]["train"]["test_acc"] == 1 / 3, "results/: all"
 
 
 def test_no_interleaved_ratio_when_the_benchmark_did_not_run_both():
@@ -123,10 +127,8 @@ def test_timing_data_says_it_is_real_pixels_of_a_dataset_or_drawn_from_the_seed(
     evaluation = Evaluation(train={}, reference={})
     pixels = record("ddp", 50, 2).model_copy(update={"workload": "resnet50"})
     row = compare(pixels, record("single", 100, 1), evaluation, None, None)
-    assert row["data_origin"] == "real pixels of miniImageNet SAMPLE: 2,000 of the official 60,000 images"
+    assert row["data_origin"] == "pixels of miniImageNet SAMPLE, 2,000 of 60,000"
     drawn = pixels.model_copy(
         update={"data_provenance": None, "data_origin": "synthetic: 8 random images; drawn from seed 0"}
     )
-    assert compare(drawn, record("single", 100, 1), evaluation, None, None)["data_origin"] == (
-        "synthetic: drawn from the run's seed, no dataset"
-    )
+    assert compare(drawn, record("single", 100, 1), evaluation, None, None)["data_origin"] == "synthetic, seeded"

@@ -173,6 +173,16 @@ class Dataset(ABC, Generic[SourceT]):
         """What the data is, without the details: short enough for a table."""
         return "".join(text for text, _ in self.describe(provenance))
 
+    def origin_tag(self, provenance: Provenance) -> str:
+        """What the data is in a few words, for a metrics column: the full set (complete and checksum-verified), a
+        local folder (with its image count), or a SAMPLE of the set (how many of its images)."""
+        found = sum(provenance.counts.values())
+        if provenance.kind in ("local", "unrecorded"):
+            return f"{provenance.kind} folder, {found:,} images"
+        if provenance.complete:
+            return f"full {self.title}" + ("" if provenance.verified else ", unverified")
+        return f"{self.title} SAMPLE, {found:,} of {sum(provenance.official_counts.values()):,}"
+
     # --- messages -------------------------------------------------------------------------------------------------
 
     def problem_report(self, folder: Path, problems: Sequence[str], to_fix: str) -> str:

@@ -19,3 +19,8 @@ def origin_sentence(provenance: Provenance) -> str:
 def origin_summary(provenance: Provenance) -> str:
     """What a provenance record's data is, without details: short enough for a table."""
     return DATASETS[provenance.dataset].origin_summary(provenance)
+
+
+def origin_tag(provenance: Provenance) -> str:
+    """What a provenance record's data is in a few words, for a metrics column."""
+    return DATASETS[provenance.dataset].origin_tag(provenance)

@@ -14,13 +14,14 @@ after each epoch included.
 from typing import Any
 
 from parabench.data.provenance import Provenance
-from parabench.data.registry import origin_summary
+from parabench.data.registry import origin_tag
 from parabench.records import Evaluation, RunRecord
 from parabench.report.benchmark import REFERENCE, ratio
 from parabench.stats import in_words, ratio_interval
 from parabench.workloads import WORKLOADS
 
-DRAWN = "synthetic: drawn from the run's seed, no dataset"
+DRAWN = "synthetic, seeded"
+SHOWN_DIGITS = 4  # significant digits of the metrics' figures: their intervals are wider than the fourth
 INTERLEAVED_NOTE = (
     "speedup: the benchmark's interleaved figure where the benchmark timed the run's strategy (speedup_from: "
     "benchmark), else the training runs' (speedup_from: training_runs), with its 95% interval; speedup_benchmark: "
@@ -69,15 +70,14 @@ def end_to_end_speedup(run: RunRecord, reference: RunRecord) -> float | None:
     return reference.wall_time_s / run.wall_time_s
 
 
-def data_summary(run: RunRecord) -> str:
-    """What a run's data is, short enough for the table, rendered from its provenance record (another dataset's
-    than the workload's own: real pixels of it); a run with no record read no prepared dataset: its data was drawn
-    from its seed (results/ keep its data_origin sentence)."""
+def data_tag(run: RunRecord) -> str:
+    """What a run's data is in a few words, for its metrics column (results/ keep its data_origin sentence): the full
+    set, a SAMPLE of it, a local folder, another dataset's pixels, or drawn from the seed (no provenance record)."""
     record = run.data_provenance
     if record is None:
         return DRAWN
-    summary = origin_summary(Provenance.model_validate(record))
-    return summary if WORKLOADS[run.workload].dataset == record["dataset"] else f"real pixels of {summary}"
+    tag = origin_tag(Provenance.model_validate(record))
+    return tag if WORKLOADS[run.workload].dataset == record["dataset"] else f"pixels of {tag}"
 
 
 def speedups(run: RunRecord, reference: RunRecord, benchmark: dict[str, Any] | None) -> dict[str, Any]:
@@ -109,7 +109,8 @@ def compare(
     reference (module docstring) and its verdict against the benchmark's noise floor, the benchmark's fastest
     strategy, the run's primary metric and its paired difference from the reference's on the same test items (95%
     interval half-widths), whether other programs contended, the choices shown beside the metrics, and the data.
-    Every other figure (both speedups' intervals, end to end, times, rates, each benchmark cell) is in results/."""
+    Every other figure (both speedups' intervals, end to end, times, rates, each benchmark cell) is in results/, at
+    full precision; here each figure has SHOWN_DIGITS significant digits."""
     figures = speedups(run, reference, benchmark)
     quality = {}
     if primary_metric is not None:
@@ -120,7 +121,7 @@ def compare(
             f"{primary_metric}_delta_ci95": (paired.ci95_high - paired.ci95_low) / 2,
         }
     cell = (benchmark or {}).get("cells", {}).get(run.strategy, {})
-    return {
+    answer = {
         "strategy": run.strategy,
         "reference": reference.strategy,
         **evaluation.train,
@@ -131,15 +132,19 @@ def compare(
         "fastest": fastest_in_words(benchmark["ranking"]) if benchmark else None,
         "contended": run.contended or reference.contended,
         **run.labels,
-        "data_origin": data_summary(run),
+        "data_origin": data_tag(run),
+    }
+    return {
+        key: float(f"{value:.{SHOWN_DIGITS}g}") if isinstance(value, float) else value for key, value in answer.items()
     }
 
 
 def fastest_in_words(ranking: dict[str, Any]) -> str | None:
-    """The benchmark's fastest strategy beyond its noise floor, or the strategies it could not tell apart."""
+    """The benchmark's fastest strategy beyond its noise floor, or how many it could not tell apart (results/ and the
+    summary name them)."""
     if ranking.get("fastest"):
         return str(ranking["fastest"])
-    return f"tie: {', '.join(ranking['tied'])}" if ranking.get("tied") else None
+    return f"none beyond noise ({len(ranking['tied'])} tied)" if ranking.get("tied") else None
 
 
 def details(

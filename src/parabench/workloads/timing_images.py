@@ -15,7 +15,7 @@ from parabench.batch import Batch
 from parabench.data.provenance import Provenance
 from parabench.workloads.contract import WorkloadData
 
-NOT_APPLICABLE = "not applicable (synthetic data)"
+NOT_APPLICABLE = "n/a (synthetic data)"
 
 
 @dataclass(frozen=True)
