@@ -163,7 +163,7 @@ def test_the_sentence_summary_and_tag_are_rendered_from_the_record() -> None:
         "of unrecorded origin (data/raw/toy has no origin.json; re-run the download stage to record it)"
     )
     assert origin_tag(record) == "Toy Shapes SAMPLE, 9 of 12", "a sample says so in the metrics column too"
-    assert origin_tag(unrecorded) == "unrecorded folder, 9 images"
+    assert origin_tag(unrecorded) == "Toy Shapes SAMPLE, 9 of 12, unrecorded folder"
     complete = {split: dict.fromkeys(("circle", "square"), PER_CLASS[split]) for split in SPLITS}
     official = record.model_copy(update={"kind": "official", "verified": True, "class_counts": complete})
     assert origin_tag(official) == "full Toy Shapes"

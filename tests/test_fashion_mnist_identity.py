@@ -7,8 +7,9 @@ saved the final state dict (parameters and BatchNorm buffers) and the per-epoch 
 
 Tolerance: the same run of the old code on AVX2 and on scalar kernels (ATEN_CPU_CAPABILITY=avx2 / default)
 moved the parameters by at most 1.1e-6 and 6.9e-5; a real change is far larger (momentum 0 instead of 0.5
-moves them by 5.9e-3). So parameters must agree within atol 2e-4 on any CPU, and bit for bit on the CPU that
-wrote the fixture (checked on this machine with the quick scale and the real data too: see the issue note).
+moves them by 5.9e-3). So parameters must agree within atol 2e-4 on any CPU. Not bit for bit: the same vector ISA
+does not pin the kernels (an Intel Xeon with AVX-512 differs in the last bits from the AMD EPYC with AVX-512 that
+wrote the fixture), and the fixture records no CPU model to compare with.
 """
 
 from pathlib import Path
@@ -38,7 +39,6 @@ def test_single_reaches_the_parameters_of_the_code_before_the_contract(tmp_path)
     plan = tiny_plan(epochs=2, lr=0.005, momentum=0.5, weight_decay=0.001)
     result = fit(plan, CPU_PROCESS, data, tmp_path / "ckpt.pt", "test data")
     assert list(result.state_dict) == list(before["state_dict"])
-    exact = torch.backends.cpu.get_cpu_capability() == before["cpu_capability"]
     for name, value in before["state_dict"].items():
         tolerance = {"rtol": 0, "atol": 2e-4}
         torch.testing.assert_close(result.state_dict[name], value, **tolerance, msg=lambda m, name=name: f"{name}: {m}")
@@ -46,5 +46,3 @@ def test_single_reaches_the_parameters_of_the_code_before_the_contract(tmp_path)
         assert ours["epoch"] == theirs["epoch"]
         assert ours["train_acc"] == theirs["train_acc"] and ours["test_acc"] == theirs["test_acc"]
         assert ours["train_loss"] == pytest.approx(theirs["train_loss"], rel=1e-4)
-    if exact:
-        assert all(torch.equal(result.state_dict[name], value) for name, value in before["state_dict"].items())

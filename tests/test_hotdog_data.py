@@ -16,7 +16,7 @@ from parabench.data.class_folders import class_folder_layout, scan_class_folders
 from parabench.data.fetch import MIRROR_ENV
 from parabench.data.hotdog import HOTDOG, HOTDOG_ZIP, Hotdog
 from parabench.data.provenance import Provenance, read_origin
-from parabench.data.registry import DATASETS, origin_sentence, origin_summary
+from parabench.data.registry import DATASETS, origin_sentence, origin_summary, origin_tag
 from parabench.data.source import DataSource
 from parabench.errors import DataError, DownloadError
 from tests.http_server import FileServer, Route
@@ -346,6 +346,7 @@ def test_the_mirrors_stand_in_folder_is_copied_as_a_local_folder(
     assert origin_summary(provenance) == (
         "a hotdog-layout folder: 5 train + 3 test images, 2 classes, NOT d2l's hotdog.zip"
     )
+    assert origin_tag(provenance) == "hotdog-layout folder, 8 images, NOT d2l's", "the stand-in is no sample of it"
 
 
 # --- prepare and load_prepared -----------------------------------------------------------------------
@@ -447,7 +448,7 @@ def test_d2ls_counts_from_the_verified_archive_are_called_d2ls_hotdog() -> None:
         sentence
         == "d2l's hotdog (2,000 train + 800 test images, 2 classes); official files from https://d2l, sha1-verified"
     )
-    assert origin_summary(official) == "d2l's hotdog"
+    assert origin_summary(official) == origin_tag(official) == "d2l's hotdog"
     sentence = origin_sentence(_record(kind="local", source="/byo", verified=False))
     assert sentence.startswith("an image folder with d2l's hotdog counts (2,000 train + 800 test images, 2 classes)")
     assert sentence.endswith("not verified to be d2l's hotdog.zip; from the local folder /byo (not checksum-verified)")

@@ -265,7 +265,7 @@ def test_repro_then_experiment(tmp_path):
         "test_acc_ci95",
         "test_acc_delta_ci95",
         "data_origin",
-        "SAMPLE",
+        "SAMPLE",  # the fixture's miniImageNet folder: a sample of it, from a local folder
         "n/a (synthetic data)",
         "best_value",
         "metrics/sweep/split_size/inprocess.json",

@@ -174,14 +174,13 @@ class Dataset(ABC, Generic[SourceT]):
         return "".join(text for text, _ in self.describe(provenance))
 
     def origin_tag(self, provenance: Provenance) -> str:
-        """What the data is in a few words, for a metrics column: the full set (complete and checksum-verified), a
-        local folder (with its image count), or a SAMPLE of the set (how many of its images)."""
-        found = sum(provenance.counts.values())
-        if provenance.kind in ("local", "unrecorded"):
-            return f"{provenance.kind} folder, {found:,} images"
+        """What the data is in a few words, for a metrics column: the full set, or a SAMPLE of it (how many of its
+        images); a full set that is not checksum-verified, or any set from a local folder, says so."""
+        found, official = sum(provenance.counts.values()), sum(provenance.official_counts.values())
+        where = f", {provenance.kind} folder" if provenance.kind in ("local", "unrecorded") else ""
         if provenance.complete:
-            return f"full {self.title}" + ("" if provenance.verified else ", unverified")
-        return f"{self.title} SAMPLE, {found:,} of {sum(provenance.official_counts.values()):,}"
+            return f"full {self.title}" + (where or ("" if provenance.verified else ", unverified"))
+        return f"{self.title} SAMPLE, {found:,} of {official:,}{where}"
 
     # --- messages -------------------------------------------------------------------------------------------------
 

@@ -52,6 +52,12 @@ class Hotdog(ClassFolderDataset):
             (", NOT d2l's hotdog.zip", f"{official} images"),
         )
 
+    def origin_tag(self, provenance: Provenance) -> str:
+        """d2l's hotdog, or a folder in its layout (never a sample of it: other photos), with its image count."""
+        if provenance.complete and provenance.kind == "official" and provenance.verified:
+            return "d2l's hotdog"
+        return f"hotdog-layout folder, {sum(provenance.counts.values()):,} images, NOT d2l's"
+
 
 HOTDOG = Hotdog(
     name="hotdog",
