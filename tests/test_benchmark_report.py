@@ -32,6 +32,7 @@ def run(step_seconds: list[float], ranks: int, other: float = 0.0, allreduce_s: 
         memory_kind="cpu_max_rss",
         other_cpu_share=other,
         strategy_details={},
+        parameters=1_000_000,
         transform_units_per_s=1000.0,
     )
 

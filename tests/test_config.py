@@ -351,3 +351,11 @@ def test_a_value_once_called_seed_is_refused_naming_its_new_name(base_params, wr
         load_params(write_params(base_params))
     line = next(line for line in str(refused.value).splitlines() if f"{key}:" in line)
     assert ".".join([*section, key]) in line and f"'{new}'" in line and f"{key}: {new}" in line, line
+
+
+def test_the_prediction_s_links_are_checked_up_front_by_name(base_params, write_params):
+    base_params["predict"]["network"] = "ethernet2.5"
+    with pytest.raises(ConfigError, match=r"predict\.network: 'ethernet2\.5' .*ethernet25"):
+        check_all(load_params(write_params(base_params)))
+    base_params["predict"].update(network="infiniband400", interconnect="nvlink4")
+    check_all(load_params(write_params(base_params)))

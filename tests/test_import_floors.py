@@ -18,6 +18,7 @@ FLOORS = {
     "batch": 0,
     "stats": 0,
     "records": 0,
+    "prediction": 0,
     "runtime": 1,
     "data": 1,
     "models": 1,

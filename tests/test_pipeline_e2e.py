@@ -143,6 +143,7 @@ def make_project(tmp_path: Path) -> Path:
     params["inputs"] = {workload: params["inputs"][workload] for workload in WORKLOADS}
     # single, its A/A control and the ceiling run, dp is skipped on the CPU: every kind of cell, in warm workers
     params["benchmark"].update(strategies=["single", "dp"], rounds=1, max_rounds=1, warmup_steps=1, timed_steps=2)
+    params["predict"]["probe_max_bytes"] = 4096
     params["data"]["fashion_mnist"]["source"] = str(tmp_path / "fixture-data")
     params["data"]["miniimagenet"]["source"] = str(tmp_path / "fixture-episodes")
     params["data"]["hotdog"]["source"] = str(tmp_path / "fixture-hotdog")
@@ -245,9 +246,9 @@ def test_repro_then_experiment(tmp_path):
     run(project, "git", "commit", "-qm", "project")
 
     first = run(project, "dvc", "repro")
-    assert stages_run(first) == {"check", "report"} | {
+    assert stages_run(first) == {"check", "probe", "report"} | {
         f"{kind}@{sweep}" for kind in ("sweep", "sweep_summary") for sweep in SWEEPS
-    } | stages_of("train", "reference", "evaluate", "benchmark", "speedup") | {
+    } | stages_of("train", "reference", "evaluate", "benchmark", "speedup", "predict") | {
         f"{kind}@{dataset}" for kind in ("download", "prepare") for dataset in DATASETS
     }, "resnet50 has no data stages"
     assert_the_report_shows_every_seed_experiment(project / "report" / "index.html")
@@ -270,6 +271,8 @@ def test_repro_then_experiment(tmp_path):
         "best_value",
         "metrics/sweep/split_size/inprocess.json",
         "speedup_vs_largest_value",
+        "metrics/prediction/fashion_mnist.json",
+        "ddp_efficiency_at_64",
     ):
         assert expected in shown, expected
     summary = run(project, "python", "-m", "parabench.report.summary")

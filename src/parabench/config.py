@@ -100,6 +100,16 @@ class BenchmarkOptions(CellTiming):
         return value
 
 
+class PredictOptions(Strict):
+    """What more devices would buy: the device counts to predict for and the links between them (prediction.py)."""
+
+    devices: Annotated[list[Annotated[int, Field(ge=2)]], Field(min_length=1)]  # device counts to predict each step at
+    devices_per_node: Annotated[int, Field(ge=1)]  # beyond this many devices, the network carries the all-reduce
+    interconnect: str  # between a node's devices: measured, or a preset of prediction.py (engine/check.py checks it)
+    network: str  # between nodes: a preset of prediction.py
+    probe_max_bytes: Annotated[int, Field(ge=4)]  # the collective probe's largest message
+
+
 Values = Annotated[list[Any], Field(min_length=1)]
 
 
@@ -179,6 +189,7 @@ class Params(Strict):
     partition: PartitionOptions
     pipeline: PipelineParams
     benchmark: BenchmarkOptions
+    predict: PredictOptions
     scale: str
     scales: Scales
     data: DataSources

@@ -5,6 +5,7 @@ from typing import Literal
 
 ROLES: tuple[Literal["train"], Literal["reference"]] = ("train", "reference")
 ENVIRONMENT_FILE = Path("results/environment.json")
+PROBE_FILE = Path("results/probe.json")  # the collectives timed over this node's devices (stage probe)
 REPORT_FILE = Path("report/index.html")  # the answer on one page, every figure embedded
 
 
@@ -72,3 +73,8 @@ def sweep_figure_file(sweep: str) -> Path:
 def sweep_metrics_dir(sweep: str) -> Path:
     """One small JSON per curve of a sweep (best value, speedups): a row each in `dvc metrics show`."""
     return Path("metrics/sweep") / sweep
+
+
+def prediction_metrics_file(workload: str) -> Path:
+    """What more devices would buy, in a few numbers: the prediction's errors where it was checked, and an answer."""
+    return Path("metrics/prediction") / f"{workload}.json"

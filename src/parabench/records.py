@@ -92,6 +92,7 @@ class CellRun(Record):
     peak_memory_mb: dict[str, float] = Field(description="peak memory of the timed steps, per rank and device")
     memory_kind: str = Field(description="what peak_memory_mb counts: CUDA allocations or the process's RSS")
     other_cpu_share: float | None = Field(description="the share of the machine's CPU other programs took meanwhile")
+    parameters: int = Field(description="the plain model's trained parameters (its gradients are as many)")
     transform_units_per_s: float | None = Field(
         description="the workload's transform alone (decode, normalise, augment), units a second in one process"
     )

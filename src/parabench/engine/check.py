@@ -7,12 +7,14 @@ outputs before running it, so a bad value caught here costs nothing the user had
 
 import logging
 
-from parabench.config import DATASET_NAMES, Params, load_params
+from parabench.config import DATASET_NAMES, PARAMS_FILE, Params, load_params
 from parabench.data.fetch import mirror_root
 from parabench.engine.cells import plan_benchmark, plan_sweep
 from parabench.engine.plan import make_plan
+from parabench.errors import ConfigError
 from parabench.io import write_json
 from parabench.paths import ENVIRONMENT_FILE, ROLES, source_record_file
+from parabench.prediction import unknown_links
 from parabench.runtime.environment import machine_identity
 from parabench.runtime.hardware import resolve
 
@@ -20,9 +22,14 @@ log = logging.getLogger("parabench.check")
 
 
 def check_all(params: Params) -> list[str]:
-    """Plan every train and reference run, so that a bad value stops the first stage, not the fifth; plan every
+    """Check the prediction's links by name (prediction.py holds them: the schema leaves them to this stage, so that
+    no stage that trains depends on that table); plan every train and reference run, so that a bad value stops the
+    first stage, not the fifth; plan every
     benchmark and sweep cell too, and return what each one that cannot run on this hardware will skip, and why
     (their stages record it and go on)."""
+    problems = unknown_links(params.predict.interconnect, params.predict.network)
+    if problems:
+        raise ConfigError(f"{PARAMS_FILE}: " + "; ".join(problems))
     machine = resolve(params.hardware)
     for workload_name in params.inputs:
         for role in ROLES:

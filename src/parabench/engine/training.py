@@ -517,6 +517,7 @@ def measure_cell(
             peak_memory_mb=peaks,
             memory_kind=memory_kind(process.device),
             other_cpu_share=others,
+            parameters=plan.workload.parameter_count(plan.settings),
             transform_units_per_s=input_rate,
             strategy_details=trainer.parallel.details,
         )

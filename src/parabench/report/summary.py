@@ -148,6 +148,41 @@ def sweep_rows(sweeps: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
+def prediction_rows(workloads: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Per checked cell, predicted against measured; per workload and device count, ddp's predicted speedup and what
+    its link is (results/prediction/ have every strategy)."""
+    checks, rows = [], []
+    for name in workloads:
+        path = results_file("prediction", name)
+        if not path.exists():
+            continue
+        prediction = read_json(path)
+        for check in prediction["checks"]:
+            checks.append(
+                {
+                    "workload": name,
+                    "cell": check["cell"],
+                    "predicted_s": check["predicted_step_s"],
+                    "measured_s": check["measured_step_s"],
+                    "error": f"{check['error']:+.0%}",
+                    "within": check["within"],
+                }
+            )
+        for row in prediction["predictions"]:
+            if row["strategy"] == "ddp":
+                rows.append(
+                    {
+                        "workload": name,
+                        "devices": row["devices"],
+                        "ddp_speedup": row["speedup"],
+                        "efficiency": row["efficiency"],
+                        "exposed": f"{row['exposed_share']:.0%}",
+                        "link": row["link"].split(":")[0],
+                    }
+                )
+    return checks, rows
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     """Rows as a plain table, numbers to 3 significant digits, a dash where a row has no value."""
     if not rows:
@@ -182,6 +217,11 @@ def main() -> None:
     print(table(input_rows(workloads)))
     print("\nSweeps: each curve's fastest value (> 1: faster than that; plots/figures/sweep-*.png has the curves):")
     print(table(sweep_rows(list(params.sweeps))))
+    checks, predicted = prediction_rows(workloads)
+    print("\nPredicted against measured at each multi-process cell (from one replica's compute and the probe's link):")
+    print(table(checks))
+    print("What more devices would buy (PREDICTED, for devices of their own; results/prediction/ has every strategy):")
+    print(table(predicted))
     print("\n" + WHERE)
     if REPORT_FILE.exists():
         print(f"\nThe answer on one page, every figure embedded (open it in a browser): {REPORT_FILE}")

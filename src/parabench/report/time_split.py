@@ -32,6 +32,7 @@ import statistics
 from typing import Any
 
 from parabench.engine.timing import PHASES
+from parabench.prediction import pipeline_bound
 from parabench.records import CellRun
 
 ADDS_UP_WITHIN = 0.05  # the parts' sum against the median step, relative
@@ -73,17 +74,6 @@ def typical_parts(runs: list[CellRun]) -> dict[str, float]:
     )
     typical = steps[len(steps) // 4 : len(steps) - len(steps) // 4]
     return {part: statistics.fmean(step[part] for step in typical) for part in typical[0]}
-
-
-def pipeline_bound(stage_seconds: list[float], micro_batches: int) -> dict[str, float]:
-    """The least a pipeline's step can take, m x slowest + (sum - slowest), as the work shared evenly (`compute`),
-    the stages' `imbalance` and the `bubble` (module docstring)."""
-    slowest, mean = max(stage_seconds), statistics.fmean(stage_seconds)
-    return {
-        "compute": micro_batches * mean,
-        "imbalance": micro_batches * (slowest - mean),
-        "bubble": sum(stage_seconds) - slowest,
-    }
 
 
 def cut_parts(details: dict[str, Any], forward_backward: float) -> dict[str, float] | None:

@@ -160,6 +160,11 @@ class Workload(ABC, Generic[SettingsT]):
         model.to_empty(device="cpu").load_state_dict(state)
         return model
 
+    def parameter_count(self, settings: SettingsT) -> int:
+        """How many parameters the plain model trains (built on the meta device: nothing drawn)."""
+        with torch.device("meta"):
+            return sum(parameter.numel() for parameter in self.build_model(settings).parameters())
+
     @abstractmethod
     def unit_shape(self, settings: SettingsT) -> tuple[int, ...]:
         """The shape of one unit of model input after `transform` (for strategies that time blocks)."""

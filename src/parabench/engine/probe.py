@@ -1,0 +1,166 @@
+"""The collective probe: all-reduce, all-gather, reduce-scatter and send/recv timed over message sizes from a few
+bytes up to `predict.probe_max_bytes`, on the backend and devices the data-parallel runs use, with latency and
+bandwidth fitted per collective (prediction.fit_link) and algbw and busbw per size, as nccl-tests reports them.
+
+    python -m parabench.engine.probe MACHINE.json LARGEST_BYTES OUT.json     (under torchrun: one rank per device;
+                                                                            probe_links starts them)
+
+Each measurement is the slowest rank's, devices synchronised before each clock read, after one untimed call. send/recv
+is a ping-pong between ranks 0 and 1, half the round trip.
+"""
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from parabench.cli import stage_main
+from parabench.io import write_json
+from parabench.prediction import COLLECTIVES, Collective, bus_bandwidth, fit_link
+from parabench.runtime.collectives import gather_objects, synchronize
+from parabench.runtime.environment import machine_identity
+from parabench.runtime.hardware import Machine
+from parabench.runtime.orphans import die_with_parent
+from parabench.runtime.process import Process, start, stop
+from parabench.runtime.torchrun import run_workers, worker_command
+
+PROBE_MODULE = "parabench.engine.probe"
+SMALLEST_BYTES = 4
+SIZE_FACTOR = 8  # each size 8x the last: 4 B, 32 B, ... up to the largest
+REPEATS = 5  # timed calls per size (the median is kept), after one untimed call
+
+
+def probe_sizes(largest_bytes: int) -> list[int]:
+    """The message sizes to time, in bytes: SMALLEST_BYTES times powers of SIZE_FACTOR up to `largest_bytes`."""
+    sizes = [SMALLEST_BYTES]
+    while sizes[-1] * SIZE_FACTOR <= largest_bytes:
+        sizes.append(sizes[-1] * SIZE_FACTOR)
+    return sizes
+
+
+def operation(collective: Collective, size_bytes: int, process: Process) -> Callable[[], object]:
+    """One call of `collective` on a float32 buffer of `size_bytes` (its total size: the all-gather's output and the
+    reduce-scatter's input), on this process's device."""
+    ranks, device = process.world_size, process.device
+    elements = max(ranks, size_bytes // 4 // ranks * ranks)
+    buffer = torch.zeros(elements, device=device)
+    shard = torch.zeros(elements // ranks, device=device)
+    if collective == "all_reduce":
+        return lambda: dist.all_reduce(buffer)
+    if collective == "all_gather":
+        return lambda: dist.all_gather_single(buffer, shard)
+    if collective == "reduce_scatter":
+        return lambda: dist.reduce_scatter_single(shard, buffer)
+    return lambda: ping_pong(buffer, process.rank)
+
+
+def ping_pong(buffer: torch.Tensor, rank: int) -> None:
+    """Rank 0 sends the buffer to rank 1 and gets it back; other ranks wait."""
+    if rank == 0:
+        dist.send(buffer, 1)
+        dist.recv(buffer, 1)
+    elif rank == 1:
+        dist.recv(buffer, 0)
+        dist.send(buffer, 0)
+
+
+def timed_seconds(call: Callable[[], object], process: Process) -> float:
+    """The median of REPEATS calls after one untimed, each the slowest rank's, devices synchronised."""
+    times = []
+    for repeat in range(REPEATS + 1):
+        dist.barrier()
+        synchronize(process.device)
+        began = time.perf_counter()
+        call()
+        synchronize(process.device)
+        if repeat:
+            times.append(time.perf_counter() - began)
+    slowest: list[float] = [max(per_rank) for per_rank in zip(*gather_objects(times), strict=True)]
+    return statistics.median(slowest)
+
+
+def probe_collective(collective: Collective, sizes: list[int], process: Process) -> dict[str, Any]:
+    """One collective's times over `sizes` with each size's algbw and busbw and the fitted link; or why the backend
+    cannot run it."""
+    ranks = process.world_size
+    try:
+        seconds = [timed_seconds(operation(collective, size, process), process) for size in sizes]
+    except (RuntimeError, NotImplementedError) as refusal:
+        return {"status": "skipped", "reason": f"{dist.get_backend()} cannot run {collective}: {refusal}"}
+    if collective == "send_recv":
+        seconds = [round_trip / 2 for round_trip in seconds]
+    link = fit_link(collective, ranks, [float(size) for size in sizes], seconds)
+    points = []
+    for size, time_s in zip(sizes, seconds, strict=True):
+        algbw, busbw = bus_bandwidth(collective, size, time_s, ranks)
+        points.append({"bytes": size, "seconds": time_s, "algbw_bytes_per_s": algbw, "busbw_bytes_per_s": busbw})
+    return {
+        "status": "ran",
+        "latency_s": link.latency_s,
+        "bandwidth_bytes_per_s": link.bandwidth_bytes_per_s,
+        "points": points,
+    }
+
+
+def probe(machine: Machine, largest_bytes: int, out: Path) -> None:
+    """Time every collective over this job's ranks; rank 0 writes what it measured and where."""
+    process = start(machine)
+    sizes = probe_sizes(largest_bytes)
+    collectives = {collective: probe_collective(collective, sizes, process) for collective in COLLECTIVES}
+    if process.is_main:
+        write_json(
+            out,
+            {
+                "ranks": process.world_size,
+                "backend": dist.get_backend(),
+                "device": process.device.type,
+                "threads_per_rank": torch.get_num_threads(),
+                "repeats": REPEATS,
+                "collectives": collectives,
+                "environment": machine_identity(),
+            },
+        )
+    stop()
+
+
+def probe_links(machine: Machine, largest_bytes: int, out: Path) -> None:
+    """Time the collectives over this node's devices, one rank each under torchrun; with one device
+    there is nothing to communicate, and `out` says so."""
+    if machine.devices < 2:
+        write_json(
+            out,
+            {
+                "ranks": machine.devices,
+                "skipped": "one device (hardware.devices): no collective to time",
+                "environment": machine_identity(),
+            },
+        )
+        return
+    node = machine.model_copy(update={"nodes": 1})
+    with tempfile.TemporaryDirectory(prefix="parabench-probe-") as scratch:
+        machine_file = Path(scratch) / "machine.json"
+        machine_file.write_text(node.model_dump_json())
+        command = worker_command(PROBE_MODULE, [str(machine_file), str(largest_bytes), str(out)], node.devices)
+        run_workers(command, node.threads_per_process(node.devices), "probe")
+
+
+def main() -> None:
+    """Entry point of the probe's ranks."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("machine", type=Path, help="the Machine as JSON")
+    parser.add_argument("largest_bytes", type=int)
+    parser.add_argument("out", type=Path)
+    args = parser.parse_args()
+    die_with_parent()
+    probe(Machine.model_validate(json.loads(args.machine.read_text())), args.largest_bytes, args.out)
+
+
+if __name__ == "__main__":
+    stage_main(main)

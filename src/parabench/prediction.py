@@ -1,0 +1,173 @@
+"""What more devices would buy, as arithmetic over measurements: collectives from a link's latency and bandwidth
+(the alpha-beta model of Thakur, Rabenseifner and Gropp, 2005), a pipeline's schedule bound, and each strategy's step
+at N devices from one device's compute.
+
+A collective over n ranks of a `size`-byte buffer takes `steps` x alpha + `share` x size x beta with a ring:
+all-reduce 2(n-1) steps moving 2(n-1)/n of the buffer per rank, all-gather and reduce-scatter (n-1) steps and (n-1)/n,
+send/recv one step and all of it. `share` is also nccl-tests' bus-bandwidth factor: busbw = algbw x share, algbw =
+size / time, so busbw is what each link carried and compares across n.
+"""
+
+import statistics
+from dataclasses import dataclass
+from typing import Literal
+
+Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "send_recv"]
+COLLECTIVES: tuple[Collective, ...] = ("all_reduce", "all_gather", "reduce_scatter", "send_recv")
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link's latency (alpha, seconds per message step) and inverse bandwidth (beta, seconds per byte)."""
+
+    latency_s: float
+    seconds_per_byte: float
+
+    @property
+    def bandwidth_bytes_per_s(self) -> float:
+        """Bytes a second the link carries once a message is under way (1 / beta)."""
+        return 1 / self.seconds_per_byte if self.seconds_per_byte > 0 else float("inf")
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named interconnect: its link per direction, and where its bandwidth comes from."""
+
+    link: Link
+    source: str
+
+
+GBYTE = 1e9
+INTRA_NODE_LATENCY_S = 5e-6  # a ring step within a node: a typical NCCL figure, not a specification
+NETWORK_LATENCY_S = 15e-6  # a ring step across nodes: a typical RDMA/TCP figure, not a specification
+PRESETS = {
+    "pcie4": Preset(
+        Link(INTRA_NODE_LATENCY_S, 1 / (32 * GBYTE)), "PCI Express 4.0 x16: 32 GB/s per direction (PCI-SIG)"
+    ),
+    "nvlink3": Preset(
+        Link(INTRA_NODE_LATENCY_S, 1 / (300 * GBYTE)), "NVLink 3 (A100): 300 GB/s per direction (NVIDIA)"
+    ),
+    "nvlink4": Preset(
+        Link(INTRA_NODE_LATENCY_S, 1 / (450 * GBYTE)), "NVLink 4 (H100): 450 GB/s per direction (NVIDIA)"
+    ),
+    "ethernet25": Preset(Link(NETWORK_LATENCY_S, 1 / (25 / 8 * GBYTE)), "25 Gbit/s Ethernet: 3.125 GB/s"),
+    "ethernet100": Preset(Link(NETWORK_LATENCY_S, 1 / (100 / 8 * GBYTE)), "100 Gbit/s Ethernet: 12.5 GB/s"),
+    "infiniband400": Preset(Link(NETWORK_LATENCY_S, 1 / (400 / 8 * GBYTE)), "InfiniBand NDR 400 Gbit/s: 50 GB/s"),
+}
+
+MEASURED = "measured"  # the link the probe fitted here
+
+
+def unknown_links(interconnect: str, network: str) -> list[str]:
+    """What is wrong with predict.interconnect and predict.network (a preset's name each, or `measured` between a
+    node's devices), one line each, naming the choices."""
+    choices = ", ".join(PRESETS)
+    problems = []
+    if interconnect != MEASURED and interconnect not in PRESETS:
+        problems.append(
+            f"predict.interconnect: {interconnect!r} is no link known here; choose {MEASURED} or one of {choices}"
+        )
+    if network not in PRESETS:
+        problems.append(f"predict.network: {network!r} is no link known here; choose one of {choices}")
+    return problems
+
+
+def ring_steps(collective: Collective, ranks: int) -> tuple[int, float]:
+    """The message steps of a ring collective over `ranks`, and the share of the buffer each rank sends."""
+    if collective == "send_recv":
+        return 1, 1.0
+    if collective == "all_reduce":
+        return 2 * (ranks - 1), 2 * (ranks - 1) / ranks
+    return ranks - 1, (ranks - 1) / ranks
+
+
+def collective_seconds(link: Link, collective: Collective, size_bytes: float, ranks: int) -> float:
+    """The alpha-beta time of a ring collective of `size_bytes` over `ranks` (none with one rank)."""
+    if ranks == 1 and collective != "send_recv":
+        return 0.0
+    steps, share = ring_steps(collective, ranks)
+    return steps * link.latency_s + share * size_bytes * link.seconds_per_byte
+
+
+def bus_bandwidth(collective: Collective, size_bytes: float, seconds: float, ranks: int) -> tuple[float, float]:
+    """nccl-tests' algbw (size / time) and busbw (algbw x the ring's share), in bytes a second."""
+    algbw = size_bytes / seconds
+    return algbw, algbw * ring_steps(collective, ranks)[1]
+
+
+def fit_link(collective: Collective, ranks: int, sizes: list[float], seconds: list[float]) -> Link:
+    """The alpha and beta that fit the measured times of one collective best (least squares of time against the
+    bytes each rank sends), neither below zero."""
+    steps, share = ring_steps(collective, ranks)
+    sent = [share * size for size in sizes]
+    slope, intercept = statistics.linear_regression(sent, seconds)
+    if slope <= 0:
+        return Link(latency_s=max(statistics.median(seconds), 0.0) / steps, seconds_per_byte=0.0)
+    if intercept < 0:  # no latency beyond what the bytes explain: the fit through the origin
+        slope = sum(x * y for x, y in zip(sent, seconds, strict=True)) / sum(x * x for x in sent)
+        intercept = 0.0
+    return Link(latency_s=intercept / steps, seconds_per_byte=slope)
+
+
+def pipeline_bound(stage_seconds: list[float], micro_batches: int) -> dict[str, float]:
+    """The least a pipeline's step can take, m x slowest + (sum - slowest), split into the work shared evenly
+    (`compute`, m x the mean stage), the stages' `imbalance` (m x (slowest - mean)) and the `bubble` (sum - slowest;
+    (S - 1) x stage for S equal stages: GPipe's and 1F1B's (m + S - 1) x stage)."""
+    slowest, mean = max(stage_seconds), statistics.fmean(stage_seconds)
+    return {
+        "compute": micro_batches * mean,
+        "imbalance": micro_batches * (slowest - mean),
+        "bubble": sum(stage_seconds) - slowest,
+    }
+
+
+@dataclass(frozen=True)
+class StepPrediction:
+    """A strategy's predicted step: its compute and the communication left exposed, in seconds."""
+
+    compute_s: float
+    exposed_communication_s: float
+
+    @property
+    def step_s(self) -> float:
+        """The whole predicted step."""
+        return self.compute_s + self.exposed_communication_s
+
+
+def data_parallel_step(
+    compute_s: float,
+    backward_s: float,
+    gradient_bytes: float,
+    link: Link,
+    ranks: int,
+    overlaps: bool,
+    bucket_bytes: float,
+) -> StepPrediction:
+    """ddp or allreduce: a replica's compute plus the ring all-reduce of every gradient. With `overlaps` (ddp's
+    buckets on devices of their own), each bucket goes while the backward pass goes on, so only what outlasts the
+    backward is exposed, and never less than the last bucket's all-reduce; without (allreduce after backward, or
+    replicas sharing one CPU's cores with the communication), all of it."""
+    everything = collective_seconds(link, "all_reduce", gradient_bytes, ranks)
+    if not overlaps:
+        return StepPrediction(compute_s, everything)
+    last_bucket = collective_seconds(link, "all_reduce", min(bucket_bytes, gradient_bytes), ranks)
+    return StepPrediction(compute_s, max(last_bucket, everything - backward_s))
+
+
+def sharded_step(compute_s: float, parameter_bytes: float, link: Link, ranks: int) -> StepPrediction:
+    """fsdp (full sharding, resharded after forward): every parameter all-gathered for forward and again for backward,
+    every gradient reduce-scattered, none of it hidden (an upper bound where prefetching overlaps it)."""
+    gathers = 2 * collective_seconds(link, "all_gather", parameter_bytes, ranks)
+    return StepPrediction(compute_s, gathers + collective_seconds(link, "reduce_scatter", parameter_bytes, ranks))
+
+
+def pipeline_step(stage_seconds: list[float], micro_batches: int) -> StepPrediction:
+    """A pipeline's step at its schedule's bound (GPipe and 1F1B alike): compute and imbalance, with the bubble counted
+    as exposed (transfers between stages are not modelled: on one machine they are copies in memory)."""
+    bound = pipeline_bound(stage_seconds, micro_batches)
+    return StepPrediction(bound["compute"] + bound["imbalance"], bound["bubble"])
+
+
+def relative_error(predicted: float, measured: float) -> float:
+    """(predicted - measured) / measured."""
+    return predicted / measured - 1

@@ -1,0 +1,207 @@
+"""What more devices would buy here: each strategy's step predicted (prediction.py) from one-device measurements and
+the probe's links, checked against every multi-process cell of the benchmark, then extended to predict.devices.
+
+The check. At a measured cell of N processes, one replica's compute is the ceiling cell's median step (N copies of
+`single` side by side, each on its share of the batch, no communication: on a CPU they share its cores, caches and
+memory bandwidth as the replicas do; that cell is never scored). ddp and allreduce add the ring all-reduce of every
+gradient (4 bytes a parameter), over the link the probe fitted to its all-reduce; ddp hides what the rest of the
+backward pass outlasts, on devices of their own only (on one CPU the communication takes the cores the backward needs).
+fsdp adds two all-gathers of the parameters and a reduce-scatter of the gradients. A distributed pipeline takes its
+schedule's bound over its stages' forward and backward seconds, timed one by one on one device (its
+`stage_seconds`), plus single's input and optimizer. Each is compared with the cell's own median step.
+
+The extension. At N devices of their own (strong scaling: the global batch shared), one replica computes 1/N of
+single's step; the link is the probe's (or predict.interconnect) within a node and predict.network beyond
+predict.devices_per_node devices. A prediction that leaves what was measured (another link kind, or devices of their
+own where this machine's were virtual) says so: `validated` is false.
+"""
+
+import statistics
+from typing import Any
+
+from parabench.config import PredictOptions
+from parabench.prediction import (
+    MEASURED,
+    PRESETS,
+    Link,
+    StepPrediction,
+    data_parallel_step,
+    pipeline_step,
+    relative_error,
+    sharded_step,
+)
+
+GRADIENT_BYTES_PER_PARAMETER = 4  # float32
+DDP_BUCKET_BYTES = 25 * 2**20  # DistributedDataParallel's default bucket_cap_mb
+BACKWARD_SHARE = 2 / 3  # of forward and backward: the backward pass does about twice the forward's work
+GOAL, MEDIAN_GOAL = 0.15, 0.08  # each cell within 15% (or 3x its own noise, where larger); the median within 8%
+PREDICTED = ("ddp", "allreduce", "fsdp", "pipeline")
+
+
+def measured_link(probe: dict[str, Any]) -> Link | None:
+    """The link the probe fitted to the all-reduce (None where it ran on one device)."""
+    fitted = probe.get("collectives", {}).get("all_reduce", {})
+    if fitted.get("status") != "ran":
+        return None
+    return Link(fitted["latency_s"], 1 / fitted["bandwidth_bytes_per_s"])
+
+
+def link_at(devices: int, options: PredictOptions, probe: dict[str, Any]) -> tuple[Link, str, bool]:
+    """The link the all-reduce of `devices` goes over, what it is, and whether it is the one measured here."""
+    if devices > options.devices_per_node:
+        preset = PRESETS[options.network]
+        return preset.link, f"network {options.network}: {preset.source}", False
+    if options.interconnect == MEASURED:
+        link = measured_link(probe)
+        if link is not None:
+            return link, f"measured: {probe['backend']} between {probe['ranks']} {probe['device']} ranks", True
+        preset = PRESETS["pcie4"]
+        return preset.link, f"pcie4 (nothing measured here: one device): {preset.source}", False
+    preset = PRESETS[options.interconnect]
+    return preset.link, f"{options.interconnect}: {preset.source}", False
+
+
+def strategy_step(
+    strategy: str,
+    compute_s: float,
+    forward_backward_s: float,
+    parameters: int,
+    link: Link,
+    devices: int,
+    own_devices: bool,
+) -> StepPrediction:
+    """The predicted step of a data-parallel or sharded strategy over `devices` replicas computing `compute_s` each."""
+    gradient_bytes = parameters * GRADIENT_BYTES_PER_PARAMETER
+    if strategy == "fsdp":
+        return sharded_step(compute_s, gradient_bytes, link, devices)
+    overlaps = strategy == "ddp" and own_devices
+    backward_s = BACKWARD_SHARE * forward_backward_s
+    return data_parallel_step(compute_s, backward_s, gradient_bytes, link, devices, overlaps, DDP_BUCKET_BYTES)
+
+
+def checked_cells(cells: dict[str, dict[str, Any]], parameters: int, link: Link | None) -> list[dict[str, Any]]:
+    """Predicted against measured, for every multi-process cell of a predicted strategy (none without a measured
+    link, a ceiling or single)."""
+    ceiling, single = cells.get("ceiling", {}), cells.get("single", {})
+    if link is None or ceiling.get("status") != "ran" or single.get("status") != "ran":
+        return []
+    checks = []
+    for label, figures in cells.items():
+        if label not in PREDICTED or figures.get("status") != "ran" or figures["processes"] < 2:
+            continue
+        if label == "pipeline":
+            details = figures["strategy_details"]
+            if details.get("engine") != "distributed" or not details.get("stage_seconds"):
+                continue
+            single_parts = single["time_split_s"]
+            step = pipeline_step(details["stage_seconds"], details.get("micro_batches", 1))
+            predicted = step.step_s + single_parts["input"] + single_parts["optimizer"]
+            exposed = step.exposed_communication_s
+        else:
+            replica = ceiling["step_time_s"]["median"]
+            parts = ceiling["time_split_s"]
+            forward_backward = parts.get("compute", parts.get("forward_backward", replica))
+            own_devices = not figures["devices_virtual"]
+            step = strategy_step(label, replica, forward_backward, parameters, link, figures["devices"], own_devices)
+            predicted, exposed = step.step_s, step.exposed_communication_s
+        measured = figures["step_time_s"]["median"]
+        error = relative_error(predicted, measured)
+        allowed = max(GOAL, 3 * figures["median_precision"])
+        checks.append(
+            {
+                "cell": label,
+                "devices": figures["devices"],
+                "predicted_step_s": predicted,
+                "predicted_exposed_communication_s": exposed,
+                "measured_step_s": measured,
+                "error": error,
+                "allowed_error": allowed,
+                "within": abs(error) <= allowed,
+            }
+        )
+    return checks
+
+
+def extended(
+    single: dict[str, Any], parameters: int, micro_batches: int, options: PredictOptions, probe: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Each predicted strategy's speedup and efficiency over single at every count of predict.devices, on devices of
+    their own, with the share of the step its exposed communication (or bubble) takes and the link it crosses."""
+    single_step = single["step_time_s"]["median"]
+    parts = single["time_split_s"]
+    forward_backward = parts.get("compute", parts.get("forward_backward", single_step))
+    virtual = single["devices_virtual"] or probe.get("device") == "cpu"
+    rows = []
+    for devices in options.devices:
+        link, link_text, measured = link_at(devices, options, probe)
+        for strategy in PREDICTED:
+            if strategy == "pipeline":
+                stage = forward_backward / devices / micro_batches
+                bound = pipeline_step([stage] * devices, micro_batches)
+                step = StepPrediction(bound.compute_s + single_step - forward_backward, bound.exposed_communication_s)
+            else:
+                compute = single_step / devices
+                step = strategy_step(strategy, compute, forward_backward / devices, parameters, link, devices, True)
+            speedup = single_step / step.step_s
+            rows.append(
+                {
+                    "strategy": strategy,
+                    "devices": devices,
+                    "speedup": speedup,
+                    "efficiency": speedup / devices,
+                    "exposed_share": step.exposed_communication_s / step.step_s,
+                    "link": "pipeline stages (no transfers modelled)" if strategy == "pipeline" else link_text,
+                    "validated": measured and not virtual,
+                }
+            )
+    return rows
+
+
+def predict(benchmark: dict[str, Any], options: PredictOptions, probe: dict[str, Any]) -> dict[str, Any]:
+    """The checks at the measured cells and the extension to predict.devices (module docstring), from the benchmark's
+    summarised cells and the probe's results."""
+    cells = benchmark["cells"]
+    single = cells.get("single", {})
+    if single.get("status") != "ran":
+        return {
+            "link": None,
+            "checks": [],
+            "median_abs_error": None,
+            "max_abs_error": None,
+            "within_goal": False,
+            "predictions": [],
+            "why_none": "single did not run in the benchmark (benchmark.strategies)",
+        }
+    parameters = single["parameters"]
+    link = measured_link(probe)
+    checks = checked_cells(cells, parameters, link)
+    errors = [abs(check["error"]) for check in checks]
+    pipeline_details = cells.get("pipeline", {}).get("strategy_details", {})
+    micro_batches = int(pipeline_details.get("micro_batches", 4))
+    return {
+        "link": None
+        if link is None
+        else {"latency_s": link.latency_s, "bandwidth_bytes_per_s": link.bandwidth_bytes_per_s},
+        "checks": checks,
+        "median_abs_error": statistics.median(errors) if errors else None,
+        "max_abs_error": max(errors) if errors else None,
+        "within_goal": bool(checks)
+        and all(check["within"] for check in checks)
+        and statistics.median(errors) <= MEDIAN_GOAL,
+        "predictions": extended(single, parameters, micro_batches, options, probe),
+    }
+
+
+def compact(prediction: dict[str, Any], options: PredictOptions) -> dict[str, Any]:
+    """Three values for `dvc exp show`: the prediction's median error at the measured cells, whether every cell met
+    the goal, and what ddp would make of the largest device count (results/ hold the rest)."""
+    largest = max(options.devices)
+    ddp = next(
+        (row for row in prediction["predictions"] if row["strategy"] == "ddp" and row["devices"] == largest), None
+    )
+    error = prediction["median_abs_error"]
+    return {
+        "prediction_median_error": None if error is None else float(f"{error:.3g}"),
+        "prediction_within_goal": prediction["within_goal"],
+        f"ddp_efficiency_at_{largest}": None if ddp is None else float(f"{ddp['efficiency']:.3g}"),
+    }

@@ -1,0 +1,26 @@
+"""Stage predict@<workload>: what more devices would buy, predicted from one-device measurements and the probe's
+links, checked against every multi-process cell of the benchmark."""
+
+import argparse
+
+from parabench.cli import stage_main
+from parabench.config import load_params
+from parabench.io import read_json, write_json
+from parabench.paths import PROBE_FILE, prediction_metrics_file, results_file
+from parabench.report.scaling import compact, predict
+from parabench.workloads import WORKLOADS
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("workload", choices=sorted(WORKLOADS))
+    args = parser.parse_args()
+    options = load_params().predict
+    probe = read_json(PROBE_FILE)
+    prediction = predict(read_json(results_file("benchmark", args.workload)), options, probe)
+    write_json(results_file("prediction", args.workload), {**prediction, "probe": probe})
+    write_json(prediction_metrics_file(args.workload), compact(prediction, options))
+
+
+if __name__ == "__main__":
+    stage_main(main)

@@ -1,0 +1,76 @@
+"""The prediction's arithmetic: textbook ring times from a known alpha-beta, bus bandwidth as nccl-tests defines it,
+a fit that recovers the link it was drawn from, GPipe's (m + S - 1) x stage, and what ddp's overlap may hide."""
+
+import pytest
+
+from parabench.prediction import (
+    Link,
+    bus_bandwidth,
+    collective_seconds,
+    data_parallel_step,
+    fit_link,
+    pipeline_step,
+    sharded_step,
+    unknown_links,
+)
+
+LINK = Link(latency_s=10e-6, seconds_per_byte=1 / 10e9)  # 10 us a step, 10 GB/s
+
+
+def test_a_ring_all_reduce_takes_2_n_minus_1_steps_and_moves_2_n_minus_1_over_n_of_the_buffer():
+    size, ranks = 1e9, 4
+    assert collective_seconds(LINK, "all_reduce", size, ranks) == pytest.approx(6 * 10e-6 + 1.5 * 0.1)
+    assert collective_seconds(LINK, "all_gather", size, ranks) == pytest.approx(3 * 10e-6 + 0.75 * 0.1)
+    assert collective_seconds(LINK, "reduce_scatter", size, ranks) == pytest.approx(3 * 10e-6 + 0.75 * 0.1)
+    assert collective_seconds(LINK, "send_recv", size, ranks) == pytest.approx(10e-6 + 0.1)
+    assert collective_seconds(LINK, "all_reduce", size, 1) == 0.0, "one rank has nothing to reduce with"
+
+
+def test_bus_bandwidth_is_nccl_tests_algbw_times_the_ring_factor():
+    algbw, busbw = bus_bandwidth("all_reduce", 1e9, 0.5, 8)
+    assert algbw == pytest.approx(2e9) and busbw == pytest.approx(2e9 * 2 * 7 / 8)
+    assert bus_bandwidth("all_gather", 1e9, 0.5, 8)[1] == pytest.approx(2e9 * 7 / 8)
+    assert bus_bandwidth("send_recv", 1e9, 0.5, 2)[1] == pytest.approx(2e9)
+
+
+def test_the_fit_recovers_the_link_its_times_were_drawn_from():
+    sizes = [4.0 * 8**k for k in range(9)]
+    for collective in ("all_reduce", "all_gather", "send_recv"):
+        seconds = [collective_seconds(LINK, collective, size, 4) for size in sizes]
+        fitted = fit_link(collective, 4, sizes, seconds)
+        assert fitted.latency_s == pytest.approx(LINK.latency_s, rel=1e-6)
+        assert fitted.bandwidth_bytes_per_s == pytest.approx(10e9, rel=1e-6)
+
+
+def test_gpipe_of_equal_stages_takes_m_plus_s_minus_1_stage_times():
+    step = pipeline_step([0.1] * 4, micro_batches=8)
+    assert step.step_s == pytest.approx((8 + 4 - 1) * 0.1)
+    assert step.exposed_communication_s == pytest.approx(3 * 0.1), "the bubble: (S - 1) x stage"
+    uneven = pipeline_step([0.1, 0.3], micro_batches=4)
+    assert uneven.step_s == pytest.approx(4 * 0.3 + 0.1), "m x slowest + the rest"
+
+
+def test_ddp_hides_what_the_backward_outlasts_but_never_its_last_bucket():
+    gradients = 1e9  # 0.1 s of all-reduce over 2 ranks at 10 GB/s (2 x 10 us latency)
+    everything = collective_seconds(LINK, "all_reduce", gradients, 2)
+    exposed = data_parallel_step(1.0, 0.08, gradients, LINK, 2, overlaps=True, bucket_bytes=25e6)
+    assert exposed.exposed_communication_s == pytest.approx(everything - 0.08)
+    hidden = data_parallel_step(1.0, 5.0, gradients, LINK, 2, overlaps=True, bucket_bytes=25e6)
+    assert hidden.exposed_communication_s == pytest.approx(collective_seconds(LINK, "all_reduce", 25e6, 2))
+    plain = data_parallel_step(1.0, 5.0, gradients, LINK, 2, overlaps=False, bucket_bytes=25e6)
+    assert plain.step_s == pytest.approx(1.0 + everything), "allreduce: after the backward, all of it"
+
+
+def test_fsdp_gathers_the_parameters_twice_and_scatters_the_gradients():
+    step = sharded_step(1.0, 1e9, LINK, 4)
+    gather = collective_seconds(LINK, "all_gather", 1e9, 4)
+    assert step.exposed_communication_s == pytest.approx(
+        2 * gather + collective_seconds(LINK, "reduce_scatter", 1e9, 4)
+    )
+
+
+def test_an_unknown_link_is_named_with_the_choices():
+    assert unknown_links("measured", "ethernet25") == []
+    problems = unknown_links("nvlink9", "carrier_pigeon")
+    assert problems[0].startswith("predict.interconnect: 'nvlink9'") and "nvlink4" in problems[0]
+    assert problems[1].startswith("predict.network: 'carrier_pigeon'") and "infiniband400" in problems[1]

@@ -1,0 +1,60 @@
+"""What more devices would buy: the prediction checked at a benchmark's multi-process cells from the ceiling's compute
+and the probe's link, and extended to predict.devices over the links params.yaml names."""
+
+import pytest
+
+from parabench.config import PredictOptions
+from parabench.prediction import PRESETS, Link, collective_seconds
+from parabench.report.benchmark import summarize_cells
+from parabench.report.scaling import compact, link_at, predict
+from tests.test_benchmark_report import entries
+
+PROBE = {
+    "ranks": 2,
+    "backend": "gloo",
+    "device": "cpu",
+    "collectives": {"all_reduce": {"status": "ran", "latency_s": 1e-4, "bandwidth_bytes_per_s": 1e9}},
+}
+OPTIONS = PredictOptions(
+    devices=[4, 64], devices_per_node=8, interconnect="measured", network="ethernet25", probe_max_bytes=4
+)
+
+
+def test_a_data_parallel_cell_is_predicted_from_the_ceiling_and_the_probe_s_all_reduce():
+    benchmark = summarize_cells(entries())
+    prediction = predict(benchmark, OPTIONS, PROBE)
+    ddp = next(check for check in prediction["checks"] if check["cell"] == "ddp")
+    cells = benchmark["cells"]
+    gradients = cells["single"]["parameters"] * 4
+    all_reduce = collective_seconds(Link(1e-4, 1e-9), "all_reduce", gradients, 2)
+    expected = cells["ceiling"]["step_time_s"]["median"] + all_reduce  # one CPU: nothing hidden
+    assert ddp["predicted_step_s"] == pytest.approx(expected)
+    assert ddp["measured_step_s"] == cells["ddp"]["step_time_s"]["median"]
+    assert ddp["error"] == pytest.approx(expected / ddp["measured_step_s"] - 1)
+    assert {check["cell"] for check in prediction["checks"]} == {"ddp"}, "single-process cells are not checked"
+    assert prediction["median_abs_error"] == pytest.approx(abs(ddp["error"]))
+
+
+def test_predictions_at_more_devices_name_their_link_and_are_unvalidated_off_this_machine():
+    prediction = predict(summarize_cells(entries()), OPTIONS, PROBE)
+    rows = {(row["strategy"], row["devices"]): row for row in prediction["predictions"]}
+    assert set(rows) == {(strategy, n) for strategy in ("ddp", "allreduce", "fsdp", "pipeline") for n in (4, 64)}
+    assert rows["ddp", 4]["link"].startswith("measured: gloo") and rows["ddp", 64]["link"].startswith(
+        "network ethernet25"
+    )
+    assert not any(row["validated"] for row in rows.values()), (
+        "a CPU's devices are virtual: devices of their own differ"
+    )
+    assert rows["ddp", 64]["efficiency"] < rows["ddp", 4]["efficiency"] <= 1
+    assert rows["ddp", 4]["speedup"] >= rows["allreduce", 4]["speedup"], "ddp hides some, allreduce none"
+    shown = compact(prediction, OPTIONS)
+    assert set(shown) == {"prediction_median_error", "prediction_within_goal", "ddp_efficiency_at_64"}
+
+
+def test_the_link_changes_kind_beyond_a_node():
+    assert link_at(8, OPTIONS, PROBE)[2] is True
+    link, text, measured = link_at(9, OPTIONS, PROBE)
+    assert link == PRESETS["ethernet25"].link and not measured and "3.125 GB/s" in text
+    preset = OPTIONS.model_copy(update={"interconnect": "nvlink4"})
+    assert link_at(2, preset, PROBE)[0] == PRESETS["nvlink4"].link
+    assert link_at(2, OPTIONS, {"ranks": 1, "skipped": "one device"})[2] is False, "nothing measured: a preset, said so"
