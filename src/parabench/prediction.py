@@ -41,6 +41,9 @@ GBYTE = 1e9
 INTRA_NODE_LATENCY_S = 5e-6  # a ring step within a node: a typical NCCL figure, not a specification
 NETWORK_LATENCY_S = 15e-6  # a ring step across nodes: a typical RDMA/TCP figure, not a specification
 PRESETS = {
+    "pcie3": Preset(
+        Link(INTRA_NODE_LATENCY_S, 1 / (16 * GBYTE)), "PCI Express 3.0 x16: 16 GB/s per direction (PCI-SIG)"
+    ),
     "pcie4": Preset(
         Link(INTRA_NODE_LATENCY_S, 1 / (32 * GBYTE)), "PCI Express 4.0 x16: 32 GB/s per direction (PCI-SIG)"
     ),

@@ -1,0 +1,35 @@
+"""The back-test against published scaling tables (benchmarks/backtest.py): the setups file parses, every setup cites
+its source, and the prediction holds where it is known to (Horovod's ResNet-101 and Inception V3, seed 001)."""
+
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from backtest import SETUPS, Outcome, backtest  # noqa: E402
+
+
+def test_every_setup_cites_its_source():
+    setups = yaml.safe_load(SETUPS.read_text())["setups"]
+    assert len(setups) >= 7 and all(setup["source"].strip() for setup in setups)
+
+
+def test_the_prediction_reproduces_what_it_is_known_to():
+    outcomes = {outcome.name: outcome for outcome in backtest(SETUPS)}
+    for name in (
+        "Horovod ResNet-101, 512 GPUs",
+        "Horovod Inception V3, 512 GPUs",
+        "seed 001, ResNet-50 pipelined over 2 GPUs",
+    ):
+        assert outcomes[name].meets_goal, outcomes[name]
+    assert outcomes["Horovod VGG-16, 512 GPUs"].predicted > 0.68, "known miss: the model hides more than Horovod did"
+
+
+def test_errors_are_points_of_efficiency_or_relative_speedups():
+    assert Outcome("x", "efficiency", 0.90, 0.85).error == pytest.approx(-0.05)
+    assert not Outcome("x", "efficiency", 0.90, 0.79).meets_goal
+    assert Outcome("x", "speedup", 2.0, 2.3).error == pytest.approx(0.15)
+    assert not Outcome("x", "speedup", 2.0, 2.3).meets_goal and Outcome("x", "speedup", 2.0, 2.1).meets_goal
