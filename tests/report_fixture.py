@@ -5,10 +5,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from parabench.config import PredictOptions
 from parabench.engine.cells import StageTime
 from parabench.paths import ENVIRONMENT_FILE, benchmark_figure_file, results_file, sweep_figure_file, train_curve_file
 from parabench.report.benchmark import skipped, summarize_cells, table
 from parabench.report.benchmark_figure import draw
+from parabench.report.scaling import predict
 from tests.setups import run_record
 from tests.test_benchmark_report import entries
 
@@ -63,6 +65,12 @@ def write_pipeline_outputs(root: Path) -> None:
         },
     )
     write_json(root / results_file("speedup", "resnet50"), {"quality": None, "data_origin": "random images"})
+    probe = {"ranks": 2, "backend": "gloo", "device": "cpu", "collectives": {}}
+    probe["collectives"]["all_reduce"] = {"status": "ran", "latency_s": 1e-4, "bandwidth_bytes_per_s": 1e9}
+    options = PredictOptions(
+        devices=[4, 64], devices_per_node=8, interconnect="measured", network="ethernet25", probe_max_bytes=4
+    )
+    write_json(root / results_file("prediction", "fashion_mnist"), predict(summary, options, probe))
     write_json(
         root / results_file("sweep", SWEEP),
         {

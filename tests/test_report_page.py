@@ -45,6 +45,8 @@ def test_the_page_answers_each_seed_with_every_figure_embedded(page: Path):
     assert "dp</b>: needs CUDA; use ddp" in text, "a skipped strategy is named with its reason"
     assert "0.850 ± 0.007" in text and "+0.000 (95%: -0.004 to +0.004)" in text, "quality with its interval"
     assert "No quality to compare: the data are synthetic" in text
+    assert text.count("What more devices would buy here (PREDICTED)") == 1, "fashion_mnist's; resnet50 has none yet"
+    assert "<td>ddp</td>" in text and "exposed all-reduce is" in text and "infiniband400" in text
     assert "<td>ddp</td>" in text and "input 10% · compute 53% · communication 13% · optimizer 19% · idle 5%" in text, (
         "where ddp's step goes"
     )

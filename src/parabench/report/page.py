@@ -184,6 +184,49 @@ def quality_rows(comparison: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def prediction_html(workload: str) -> str:
+    """What more devices would buy (results/prediction/): predicted against measured at each multi-process cell,
+    then each strategy's predicted speedup (efficiency) per device count, marked unvalidated off this machine, and
+    what limits ddp at the largest count; nothing where the predict stage has not run."""
+    path = results_file("prediction", workload)
+    if not path.exists():
+        return ""
+    prediction = read_json(path)
+    checks = [
+        {
+            "cell": check["cell"],
+            "predicted step (s)": f"{check['predicted_step_s']:.4g}",
+            "measured step (s)": f"{check['measured_step_s']:.4g}",
+            "error": f"{check['error']:+.0%}",
+            "within goal": "yes" if check["within"] else f"NO (allowed {check['allowed_error']:.0%})",
+        }
+        for check in prediction["checks"]
+    ]
+    grid: dict[str, dict[str, str]] = {}
+    for row in prediction["predictions"]:
+        mark = "" if row["validated"] else " *"
+        grid.setdefault(row["strategy"], {"strategy": row["strategy"]})[f"{row['devices']} devices"] = (
+            f"{row['speedup']:.2f}x ({row['efficiency']:.0%}){mark}"
+        )
+    neck = prediction.get("bottleneck")
+    parts = [
+        "<h3>What more devices would buy here (PREDICTED)</h3>",
+        '<p class="note">Predicted against measured at each multi-process cell of the benchmark (one replica\'s '
+        "compute from the ceiling, the communication from the probe's link; docs/prediction.md):</p>",
+        table_html(checks) or '<p class="note">No multi-process cell to check here.</p>',
+        '<p class="note">Each strategy\'s predicted speedup over single (efficiency) on devices of their own, the '
+        "global batch shared; * unvalidated: another link kind, or devices unlike this machine's.</p>",
+        table_html(list(grid.values())),
+    ]
+    if neck:
+        others = ", ".join(f"{name} {share:.0%}" for name, share in neck["other_links"].items())
+        parts.append(
+            f"<p>At {neck['devices']} devices ({html.escape(neck['link'])}), exposed all-reduce is "
+            f"{neck['exposed_share']:.0%} of ddp's step; other links would leave: {html.escape(others)}.</p>"
+        )
+    return "\n".join(parts)
+
+
 def section(workload: str, every_sweep: dict[str, dict[str, Any]], machine: str) -> str:
     """One seed experiment: question, answer, then the evidence from the pipeline's files (the sweeps among
     `every_sweep`, name -> results, that sweep this workload included)."""
@@ -226,6 +269,7 @@ def section(workload: str, every_sweep: dict[str, dict[str, Any]], machine: str)
         )
     for name in sweeps:
         parts += [f"<h3>Sweep {html.escape(name)}</h3>", figure_tag(sweep_figure_file(name).read_bytes(), name)]
+    parts.append(prediction_html(workload))
     parts += ["<h3>Data</h3>", f"<p>{html.escape(comparison['data_origin'])}</p>", "</section>"]
     return "\n".join(part for part in parts if part)
 

@@ -157,6 +157,37 @@ def extended(
     return rows
 
 
+def bottleneck(
+    single: dict[str, Any], parameters: int, options: PredictOptions, probe: dict[str, Any]
+) -> dict[str, Any]:
+    """ddp at the largest device count: the share of its step left to exposed all-reduce over the link it crosses,
+    and what each other link of that kind (within a node or between nodes) would leave."""
+    devices = max(options.devices)
+    single_step = single["step_time_s"]["median"]
+    parts = single["time_split_s"]
+    forward_backward = parts.get("compute", parts.get("forward_backward", single_step))
+    link, link_text, _ = link_at(devices, options, probe)
+    across = devices > options.devices_per_node
+    chosen = options.network if across else options.interconnect
+
+    def exposed_share(over: Link) -> float:
+        step = strategy_step("ddp", single_step / devices, forward_backward / devices, parameters, over, devices, True)
+        return step.exposed_communication_s / step.step_s
+
+    kind = ("ethernet", "infiniband") if across else ("pcie", "nvlink")
+    return {
+        "strategy": "ddp",
+        "devices": devices,
+        "link": link_text,
+        "exposed_share": exposed_share(link),
+        "other_links": {
+            name: exposed_share(preset.link)
+            for name, preset in PRESETS.items()
+            if name.startswith(kind) and name != chosen
+        },
+    }
+
+
 def predict(benchmark: dict[str, Any], options: PredictOptions, probe: dict[str, Any]) -> dict[str, Any]:
     """The checks at the measured cells and the extension to predict.devices (module docstring), from the benchmark's
     summarised cells and the probe's results."""
@@ -189,6 +220,7 @@ def predict(benchmark: dict[str, Any], options: PredictOptions, probe: dict[str,
         and all(check["within"] for check in checks)
         and statistics.median(errors) <= MEDIAN_GOAL,
         "predictions": extended(single, parameters, micro_batches, options, probe),
+        "bottleneck": bottleneck(single, parameters, options, probe),
     }
 
 
