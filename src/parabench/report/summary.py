@@ -10,7 +10,7 @@ import pandas as pd
 
 from parabench.config import load_params
 from parabench.io import read_json
-from parabench.paths import REPORT_FILE, results_file, speedup_metrics_file
+from parabench.paths import PROBE_FILE, REPORT_FILE, results_file, speedup_metrics_file
 from parabench.report.answers import fastest_sentence
 from parabench.report.benchmark import compact
 from parabench.workloads import WORKLOADS
@@ -148,6 +148,28 @@ def sweep_rows(sweeps: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
+def probe_rows() -> list[dict[str, Any]]:
+    """Per collective the probe timed: its fitted latency and bandwidth, and the bus bandwidth at its largest size."""
+    if not PROBE_FILE.exists():
+        return []
+    probe = read_json(PROBE_FILE)
+    rows = []
+    for collective, measured in probe.get("collectives", {}).items():
+        if measured["status"] != "ran":
+            rows.append({"collective": collective, "latency_us": None, "GB_per_s": None, "busbw_largest": None})
+            continue
+        largest = measured["points"][-1]
+        rows.append(
+            {
+                "collective": collective,
+                "latency_us": 1e6 * measured["latency_s"],
+                "GB_per_s": measured["bandwidth_bytes_per_s"] / 1e9,
+                "busbw_largest": f"{largest['busbw_bytes_per_s'] / 1e9:.3g} GB/s at {largest['bytes']:,} B",
+            }
+        )
+    return rows
+
+
 def prediction_rows(workloads: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Per checked cell, predicted against measured; per workload and device count, ddp's predicted speedup and what
     its link is (results/prediction/ have every strategy)."""
@@ -218,6 +240,8 @@ def main() -> None:
     print("\nSweeps: each curve's fastest value (> 1: faster than that; plots/figures/sweep-*.png has the curves):")
     print(table(sweep_rows(list(params.sweeps))))
     checks, predicted = prediction_rows(workloads)
+    print("\nThe collectives over this node's devices (the probe; a latency and bandwidth fitted to each, alpha-beta):")
+    print(table(probe_rows()))
     print("\nPredicted against measured at each multi-process cell (from one replica's compute and the probe's link):")
     print(table(checks))
     print("What more devices would buy (PREDICTED, for devices of their own; results/prediction/ has every strategy):")
