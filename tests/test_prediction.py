@@ -5,6 +5,7 @@ import pytest
 
 from parabench.prediction import (
     Link,
+    Links,
     bus_bandwidth,
     collective_seconds,
     data_parallel_step,
@@ -62,11 +63,11 @@ def test_ddp_hides_what_the_backward_outlasts_but_never_its_last_bucket():
 
 
 def test_fsdp_gathers_the_parameters_twice_and_scatters_the_gradients():
-    step = sharded_step(1.0, 1e9, LINK, 4)
+    slow = Link(latency_s=10e-6, seconds_per_byte=1 / 1e9)
+    step = sharded_step(1.0, 1e9, Links(LINK, LINK, slow), 4)
     gather = collective_seconds(LINK, "all_gather", 1e9, 4)
-    assert step.exposed_communication_s == pytest.approx(
-        2 * gather + collective_seconds(LINK, "reduce_scatter", 1e9, 4)
-    )
+    scatter = collective_seconds(slow, "reduce_scatter", 1e9, 4)
+    assert step.exposed_communication_s == pytest.approx(2 * gather + scatter), "each collective over its own fit"
 
 
 def test_an_unknown_link_is_named_with_the_choices():

@@ -4,9 +4,9 @@ and the probe's link, and extended to predict.devices over the links params.yaml
 import pytest
 
 from parabench.config import PredictOptions
-from parabench.prediction import PRESETS, Link, collective_seconds
+from parabench.prediction import PRESETS, Link, Links, collective_seconds
 from parabench.report.benchmark import summarize_cells
-from parabench.report.scaling import compact, link_at, predict
+from parabench.report.scaling import compact, link_at, measured_links, predict
 from tests.test_benchmark_report import entries
 
 PROBE = {
@@ -48,13 +48,22 @@ def test_predictions_at_more_devices_name_their_link_and_are_unvalidated_off_thi
     assert rows["ddp", 64]["efficiency"] < rows["ddp", 4]["efficiency"] <= 1
     assert rows["ddp", 4]["speedup"] >= rows["allreduce", 4]["speedup"], "ddp hides some, allreduce none"
     shown = compact(prediction, OPTIONS)
-    assert set(shown) == {"prediction_median_error", "prediction_within_goal", "ddp_efficiency_at_64"}
+    assert set(shown) == {"prediction_median_error", "ddp_efficiency_at_64"}
 
 
 def test_the_link_changes_kind_beyond_a_node():
     assert link_at(8, OPTIONS, PROBE)[2] is True
     link, text, measured = link_at(9, OPTIONS, PROBE)
-    assert link == PRESETS["ethernet25"].link and not measured and "3.125 GB/s" in text
+    assert link == Links.alike(PRESETS["ethernet25"].link) and not measured and "3.125 GB/s" in text
     preset = OPTIONS.model_copy(update={"interconnect": "nvlink4"})
-    assert link_at(2, preset, PROBE)[0] == PRESETS["nvlink4"].link
+    assert link_at(2, preset, PROBE)[0] == Links.alike(PRESETS["nvlink4"].link)
     assert link_at(2, OPTIONS, {"ranks": 1, "skipped": "one device"})[2] is False, "nothing measured: a preset, said so"
+
+
+def test_each_collective_crosses_the_probe_s_own_fit_or_the_all_reduce_s():
+    probe = {**PROBE, "collectives": {**PROBE["collectives"]}}
+    probe["collectives"]["all_gather"] = {"status": "ran", "latency_s": 2e-4, "bandwidth_bytes_per_s": 5e8}
+    probe["collectives"]["reduce_scatter"] = {"status": "skipped", "reason": "gloo cannot run it"}
+    links = measured_links(probe)
+    assert links is not None and links.all_gather == Link(2e-4, 1 / 5e8)
+    assert links.reduce_scatter == links.all_reduce == Link(1e-4, 1e-9), "what the backend cannot run: the all-reduce's"

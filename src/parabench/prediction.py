@@ -30,6 +30,20 @@ class Link:
 
 
 @dataclass(frozen=True)
+class Links:
+    """The link each collective a strategy uses crosses: the probe's fit per collective, or one link for all."""
+
+    all_reduce: Link
+    all_gather: Link
+    reduce_scatter: Link
+
+    @classmethod
+    def alike(cls, link: Link) -> "Links":
+        """One link for every collective (a preset)."""
+        return cls(link, link, link)
+
+
+@dataclass(frozen=True)
 class Preset:
     """A named interconnect: its link per direction, and where its bandwidth comes from."""
 
@@ -157,11 +171,12 @@ def data_parallel_step(
     return StepPrediction(compute_s, max(last_bucket, everything - backward_s))
 
 
-def sharded_step(compute_s: float, parameter_bytes: float, link: Link, ranks: int) -> StepPrediction:
+def sharded_step(compute_s: float, parameter_bytes: float, links: Links, ranks: int) -> StepPrediction:
     """fsdp (full sharding, resharded after forward): every parameter all-gathered for forward and again for backward,
     every gradient reduce-scattered, none of it hidden (an upper bound where prefetching overlaps it)."""
-    gathers = 2 * collective_seconds(link, "all_gather", parameter_bytes, ranks)
-    return StepPrediction(compute_s, gathers + collective_seconds(link, "reduce_scatter", parameter_bytes, ranks))
+    gathers = 2 * collective_seconds(links.all_gather, "all_gather", parameter_bytes, ranks)
+    scatter = collective_seconds(links.reduce_scatter, "reduce_scatter", parameter_bytes, ranks)
+    return StepPrediction(compute_s, gathers + scatter)
 
 
 def pipeline_step(stage_seconds: list[float], micro_batches: int) -> StepPrediction:

@@ -6,7 +6,8 @@ The check. At a measured cell of N processes, one replica's compute is the ceili
 memory bandwidth as the replicas do; that cell is never scored). ddp and allreduce add the ring all-reduce of every
 gradient (4 bytes a parameter), over the link the probe fitted to its all-reduce; ddp hides what the rest of the
 backward pass outlasts, on devices of their own only (on one CPU the communication takes the cores the backward needs).
-fsdp adds two all-gathers of the parameters and a reduce-scatter of the gradients. A distributed pipeline takes its
+fsdp adds two all-gathers of the parameters and a reduce-scatter of the gradients, each over the probe's fit to that
+collective. A distributed pipeline takes its
 schedule's bound over its stages' forward and backward seconds, timed one by one on one device (its
 `stage_seconds`), plus single's input and optimizer. Each is compared with the cell's own median step.
 
@@ -24,6 +25,7 @@ from parabench.prediction import (
     MEASURED,
     PRESETS,
     Link,
+    Links,
     StepPrediction,
     data_parallel_step,
     pipeline_step,
@@ -38,27 +40,35 @@ GOAL, MEDIAN_GOAL = 0.15, 0.08  # each cell within 15% (or 3x its own noise, whe
 PREDICTED = ("ddp", "allreduce", "fsdp", "pipeline")
 
 
-def measured_link(probe: dict[str, Any]) -> Link | None:
-    """The link the probe fitted to the all-reduce (None where it ran on one device)."""
-    fitted = probe.get("collectives", {}).get("all_reduce", {})
-    if fitted.get("status") != "ran":
+def measured_links(probe: dict[str, Any]) -> Links | None:
+    """The links the probe fitted to the all-reduce, all-gather and reduce-scatter (a collective the backend could not
+    run takes the all-reduce's); None where the probe ran on one device."""
+    fitted = probe.get("collectives", {})
+    if fitted.get("all_reduce", {}).get("status") != "ran":
         return None
-    return Link(fitted["latency_s"], 1 / fitted["bandwidth_bytes_per_s"])
+
+    def link(collective: str) -> Link:
+        measured = fitted.get(collective, {})
+        if measured.get("status") != "ran":
+            measured = fitted["all_reduce"]
+        return Link(measured["latency_s"], 1 / measured["bandwidth_bytes_per_s"])
+
+    return Links(link("all_reduce"), link("all_gather"), link("reduce_scatter"))
 
 
-def link_at(devices: int, options: PredictOptions, probe: dict[str, Any]) -> tuple[Link, str, bool]:
-    """The link the all-reduce of `devices` goes over, what it is, and whether it is the one measured here."""
+def link_at(devices: int, options: PredictOptions, probe: dict[str, Any]) -> tuple[Links, str, bool]:
+    """The links the collectives of `devices` go over, what they are, and whether they are the ones measured here."""
     if devices > options.devices_per_node:
         preset = PRESETS[options.network]
-        return preset.link, f"network {options.network}: {preset.source}", False
+        return Links.alike(preset.link), f"network {options.network}: {preset.source}", False
     if options.interconnect == MEASURED:
-        link = measured_link(probe)
-        if link is not None:
-            return link, f"measured: {probe['backend']} between {probe['ranks']} {probe['device']} ranks", True
+        links = measured_links(probe)
+        if links is not None:
+            return links, f"measured: {probe['backend']} between {probe['ranks']} {probe['device']} ranks", True
         preset = PRESETS["pcie4"]
-        return preset.link, f"pcie4 (nothing measured here: one device): {preset.source}", False
+        return Links.alike(preset.link), f"pcie4 (nothing measured here: one device): {preset.source}", False
     preset = PRESETS[options.interconnect]
-    return preset.link, f"{options.interconnect}: {preset.source}", False
+    return Links.alike(preset.link), f"{options.interconnect}: {preset.source}", False
 
 
 def strategy_step(
@@ -66,24 +76,26 @@ def strategy_step(
     compute_s: float,
     forward_backward_s: float,
     parameters: int,
-    link: Link,
+    links: Links,
     devices: int,
     own_devices: bool,
 ) -> StepPrediction:
     """The predicted step of a data-parallel or sharded strategy over `devices` replicas computing `compute_s` each."""
     gradient_bytes = parameters * GRADIENT_BYTES_PER_PARAMETER
     if strategy == "fsdp":
-        return sharded_step(compute_s, gradient_bytes, link, devices)
+        return sharded_step(compute_s, gradient_bytes, links, devices)
     overlaps = strategy == "ddp" and own_devices
     backward_s = BACKWARD_SHARE * forward_backward_s
-    return data_parallel_step(compute_s, backward_s, gradient_bytes, link, devices, overlaps, DDP_BUCKET_BYTES)
+    return data_parallel_step(
+        compute_s, backward_s, gradient_bytes, links.all_reduce, devices, overlaps, DDP_BUCKET_BYTES
+    )
 
 
-def checked_cells(cells: dict[str, dict[str, Any]], parameters: int, link: Link | None) -> list[dict[str, Any]]:
+def checked_cells(cells: dict[str, dict[str, Any]], parameters: int, links: Links | None) -> list[dict[str, Any]]:
     """Predicted against measured, for every multi-process cell of a predicted strategy (none without a measured
     link, a ceiling or single)."""
     ceiling, single = cells.get("ceiling", {}), cells.get("single", {})
-    if link is None or ceiling.get("status") != "ran" or single.get("status") != "ran":
+    if links is None or ceiling.get("status") != "ran" or single.get("status") != "ran":
         return []
     checks = []
     for label, figures in cells.items():
@@ -102,7 +114,7 @@ def checked_cells(cells: dict[str, dict[str, Any]], parameters: int, link: Link 
             parts = ceiling["time_split_s"]
             forward_backward = parts.get("compute", parts.get("forward_backward", replica))
             own_devices = not figures["devices_virtual"]
-            step = strategy_step(label, replica, forward_backward, parameters, link, figures["devices"], own_devices)
+            step = strategy_step(label, replica, forward_backward, parameters, links, figures["devices"], own_devices)
             predicted, exposed = step.step_s, step.exposed_communication_s
         measured = figures["step_time_s"]["median"]
         error = relative_error(predicted, measured)
@@ -133,7 +145,7 @@ def extended(
     virtual = single["devices_virtual"] or probe.get("device") == "cpu"
     rows = []
     for devices in options.devices:
-        link, link_text, measured = link_at(devices, options, probe)
+        links, link_text, measured = link_at(devices, options, probe)
         for strategy in PREDICTED:
             if strategy == "pipeline":
                 stage = forward_backward / devices / micro_batches
@@ -141,7 +153,7 @@ def extended(
                 step = StepPrediction(bound.compute_s + single_step - forward_backward, bound.exposed_communication_s)
             else:
                 compute = single_step / devices
-                step = strategy_step(strategy, compute, forward_backward / devices, parameters, link, devices, True)
+                step = strategy_step(strategy, compute, forward_backward / devices, parameters, links, devices, True)
             speedup = single_step / step.step_s
             rows.append(
                 {
@@ -166,11 +178,11 @@ def bottleneck(
     single_step = single["step_time_s"]["median"]
     parts = single["time_split_s"]
     forward_backward = parts.get("compute", parts.get("forward_backward", single_step))
-    link, link_text, _ = link_at(devices, options, probe)
+    links, link_text, _ = link_at(devices, options, probe)
     across = devices > options.devices_per_node
     chosen = options.network if across else options.interconnect
 
-    def exposed_share(over: Link) -> float:
+    def exposed_share(over: Links) -> float:
         step = strategy_step("ddp", single_step / devices, forward_backward / devices, parameters, over, devices, True)
         return step.exposed_communication_s / step.step_s
 
@@ -179,9 +191,9 @@ def bottleneck(
         "strategy": "ddp",
         "devices": devices,
         "link": link_text,
-        "exposed_share": exposed_share(link),
+        "exposed_share": exposed_share(links),
         "other_links": {
-            name: exposed_share(preset.link)
+            name: exposed_share(Links.alike(preset.link))
             for name, preset in PRESETS.items()
             if name.startswith(kind) and name != chosen
         },
@@ -195,7 +207,7 @@ def predict(benchmark: dict[str, Any], options: PredictOptions, probe: dict[str,
     single = cells.get("single", {})
     if single.get("status") != "ran":
         return {
-            "link": None,
+            "links": None,
             "checks": [],
             "median_abs_error": None,
             "max_abs_error": None,
@@ -204,15 +216,18 @@ def predict(benchmark: dict[str, Any], options: PredictOptions, probe: dict[str,
             "why_none": "single did not run in the benchmark (benchmark.strategies)",
         }
     parameters = single["parameters"]
-    link = measured_link(probe)
-    checks = checked_cells(cells, parameters, link)
+    links = measured_links(probe)
+    checks = checked_cells(cells, parameters, links)
     errors = [abs(check["error"]) for check in checks]
     pipeline_details = cells.get("pipeline", {}).get("strategy_details", {})
     micro_batches = int(pipeline_details.get("micro_batches", 4))
     return {
-        "link": None
-        if link is None
-        else {"latency_s": link.latency_s, "bandwidth_bytes_per_s": link.bandwidth_bytes_per_s},
+        "links": None
+        if links is None
+        else {
+            collective: {"latency_s": link.latency_s, "bandwidth_bytes_per_s": link.bandwidth_bytes_per_s}
+            for collective, link in vars(links).items()
+        },
         "checks": checks,
         "median_abs_error": statistics.median(errors) if errors else None,
         "max_abs_error": max(errors) if errors else None,
@@ -225,8 +240,8 @@ def predict(benchmark: dict[str, Any], options: PredictOptions, probe: dict[str,
 
 
 def compact(prediction: dict[str, Any], options: PredictOptions) -> dict[str, Any]:
-    """Three values for `dvc exp show`: the prediction's median error at the measured cells, whether every cell met
-    the goal, and what ddp would make of the largest device count (results/ hold the rest)."""
+    """Two values for `dvc exp show`: the prediction's median error at the measured cells, and what ddp would make of
+    the largest device count (results/prediction/ hold the rest, whether each check met its goal among it)."""
     largest = max(options.devices)
     ddp = next(
         (row for row in prediction["predictions"] if row["strategy"] == "ddp" and row["devices"] == largest), None
@@ -234,6 +249,5 @@ def compact(prediction: dict[str, Any], options: PredictOptions) -> dict[str, An
     error = prediction["median_abs_error"]
     return {
         "prediction_median_error": None if error is None else float(f"{error:.3g}"),
-        "prediction_within_goal": prediction["within_goal"],
         f"ddp_efficiency_at_{largest}": None if ddp is None else float(f"{ddp['efficiency']:.3g}"),
     }

@@ -105,12 +105,13 @@ def compare(
     benchmark: dict[str, Any] | None,
     primary_metric: str | None,
 ) -> dict[str, Any]:
-    """The workload's answer in about a dozen values, a column each in `dvc exp show`: the run's speedup over its
-    reference (module docstring) and its verdict against the benchmark's noise floor, the benchmark's fastest
-    strategy, the run's primary metric and its paired difference from the reference's on the same test items (95%
-    interval half-widths), whether other programs contended, the choices shown beside the metrics, and the data.
-    Every other figure (both speedups' intervals, end to end, times, rates, each benchmark cell) is in results/, at
-    full precision; here each figure has SHOWN_DIGITS significant digits."""
+    """The workload's answer in about a dozen values, a column each in `dvc exp show`: the run's strategy, its speedup
+    over its reference (module docstring; results/ name the reference, params.yaml's reference.strategy) and its
+    verdict against the benchmark's noise floor, the benchmark's fastest strategy, the run's primary metric and its
+    paired difference from the reference's on the same test items (95% interval half-widths), whether other programs
+    contended, the choices shown beside the metrics, and the data. Every other figure (both speedups' intervals, end
+    to end, times, rates, each benchmark cell) is in results/, at full precision; here each figure has SHOWN_DIGITS
+    significant digits."""
     figures = speedups(run, reference, benchmark)
     quality = {}
     if primary_metric is not None:
@@ -123,7 +124,6 @@ def compare(
     cell = (benchmark or {}).get("cells", {}).get(run.strategy, {})
     answer = {
         "strategy": run.strategy,
-        "reference": reference.strategy,
         **evaluation.train,
         **quality,
         "speedup": figures["speedup"],
@@ -156,6 +156,8 @@ def details(
     figures = speedups(run, reference, benchmark)
     return {
         "note": INTERLEAVED_NOTE,
+        "strategy": run.strategy,
+        "reference": reference.strategy,
         "speedups": figures,
         "quality": in_words(evaluation.paired.model_dump(), run.strategy, reference.strategy)
         if evaluation.paired is not None

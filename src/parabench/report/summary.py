@@ -44,7 +44,7 @@ def comparison(workloads: list[str]) -> tuple[list[dict[str, Any]], list[str], l
         if not path.exists():
             continue
         figures, more = read_json(path), read_json(results_file("speedup", name))
-        row = {"workload": name, "run": f"{figures['strategy']}/{figures['reference']}"}
+        row = {"workload": name, "run": f"{more['strategy']}/{more['reference']}"}
         metric = workload.primary_metric
         if metric is not None:
             evaluation = more["evaluation"]
