@@ -6,7 +6,7 @@ import pytest
 from parabench.config import PredictOptions
 from parabench.prediction import PRESETS, Link, Links, collective_seconds
 from parabench.report.benchmark import summarize_cells
-from parabench.report.scaling import compact, link_at, measured_links, predict
+from parabench.report.scaling import checked_sweep_cells, compact, link_at, measured_links, predict
 from tests.test_benchmark_report import entries
 
 PROBE = {
@@ -67,3 +67,14 @@ def test_each_collective_crosses_the_probe_s_own_fit_or_the_all_reduce_s():
     links = measured_links(probe)
     assert links is not None and links.all_gather == Link(2e-4, 1 / 5e8)
     assert links.reduce_scatter == links.all_reduce == Link(1e-4, 1e-9), "what the backend cannot run: the all-reduce's"
+
+
+def test_a_sweep_s_distributed_pipeline_cells_are_predicted_from_their_stages_and_single():
+    single = {"curve": "single", "value": None, "status": "ran", "time_split_s": {"input": 0.01, "optimizer": 0.02}}
+    staged = {"engine": "distributed", "stage_seconds": [0.1, 0.3], "micro_batches": 4}
+    gpipe = {"curve": "gpipe", "value": 2, "status": "ran", "processes": 2, "devices": 2, "strategy_details": staged}
+    gpipe |= {"step_time_s": {"median": 1.5}, "median_precision": 0.01}
+    inprocess = {**gpipe, "curve": "inprocess", "processes": 1, "strategy_details": {**staged, "engine": "inprocess"}}
+    (only,) = checked_sweep_cells([single, gpipe, inprocess])
+    assert only["cell"] == "gpipe 2" and only["predicted_step_s"] == pytest.approx(4 * 0.3 + 0.1 + 0.03)
+    assert only["error"] == pytest.approx(1.33 / 1.5 - 1) and only["within"] is True

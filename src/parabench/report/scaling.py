@@ -91,6 +91,34 @@ def strategy_step(
     )
 
 
+def check(label: str, figures: dict[str, Any], predicted: StepPrediction) -> dict[str, Any]:
+    """A cell's measured median step against its prediction: the error, and whether it is within the goal."""
+    measured = figures["step_time_s"]["median"]
+    error = relative_error(predicted.step_s, measured)
+    allowed = max(GOAL, 3 * figures["median_precision"])
+    return {
+        "cell": label,
+        "devices": figures["devices"],
+        "predicted_step_s": predicted.step_s,
+        "predicted_exposed_communication_s": predicted.exposed_communication_s,
+        "measured_step_s": measured,
+        "error": error,
+        "allowed_error": allowed,
+        "within": abs(error) <= allowed,
+    }
+
+
+def pipelined(figures: dict[str, Any], single: dict[str, Any]) -> StepPrediction | None:
+    """A distributed pipeline's step: its schedule's bound over its stages' seconds (timed one by one on one device),
+    plus single's input and optimizer; None for a pipeline that is not distributed or has no stage times."""
+    details = figures.get("strategy_details", {})
+    if figures.get("processes", 1) < 2 or details.get("engine") != "distributed" or not details.get("stage_seconds"):
+        return None
+    step = pipeline_step(details["stage_seconds"], details.get("micro_batches", 1))
+    parts = single["time_split_s"]
+    return StepPrediction(step.compute_s + parts["input"] + parts["optimizer"], step.exposed_communication_s)
+
+
 def checked_cells(cells: dict[str, dict[str, Any]], parameters: int, links: Links | None) -> list[dict[str, Any]]:
     """Predicted against measured, for every multi-process cell of a predicted strategy (none without a measured
     link, a ceiling or single)."""
@@ -102,35 +130,30 @@ def checked_cells(cells: dict[str, dict[str, Any]], parameters: int, links: Link
         if label not in PREDICTED or figures.get("status") != "ran" or figures["processes"] < 2:
             continue
         if label == "pipeline":
-            details = figures["strategy_details"]
-            if details.get("engine") != "distributed" or not details.get("stage_seconds"):
+            predicted = pipelined(figures, single)
+            if predicted is None:
                 continue
-            single_parts = single["time_split_s"]
-            step = pipeline_step(details["stage_seconds"], details.get("micro_batches", 1))
-            predicted = step.step_s + single_parts["input"] + single_parts["optimizer"]
-            exposed = step.exposed_communication_s
         else:
             replica = ceiling["step_time_s"]["median"]
             parts = ceiling["time_split_s"]
             forward_backward = parts.get("compute", parts.get("forward_backward", replica))
             own_devices = not figures["devices_virtual"]
-            step = strategy_step(label, replica, forward_backward, parameters, links, figures["devices"], own_devices)
-            predicted, exposed = step.step_s, step.exposed_communication_s
-        measured = figures["step_time_s"]["median"]
-        error = relative_error(predicted, measured)
-        allowed = max(GOAL, 3 * figures["median_precision"])
-        checks.append(
-            {
-                "cell": label,
-                "devices": figures["devices"],
-                "predicted_step_s": predicted,
-                "predicted_exposed_communication_s": exposed,
-                "measured_step_s": measured,
-                "error": error,
-                "allowed_error": allowed,
-                "within": abs(error) <= allowed,
-            }
-        )
+            devices = figures["devices"]
+            predicted = strategy_step(label, replica, forward_backward, parameters, links, devices, own_devices)
+        checks.append(check(label, figures, predicted))
+    return checks
+
+
+def checked_sweep_cells(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Predicted against measured, for every distributed pipeline cell of a sweep (against its `single` line)."""
+    single = next((cell for cell in cells if cell["curve"] == "single" and cell["status"] == "ran"), None)
+    if single is None:
+        return []
+    checks = []
+    for cell in cells:
+        predicted = pipelined(cell, single) if cell["status"] == "ran" else None
+        if predicted is not None:
+            checks.append(check(f"{cell['curve']} {cell['value']}", cell, predicted))
     return checks
 
 

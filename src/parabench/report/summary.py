@@ -170,26 +170,32 @@ def probe_rows() -> list[dict[str, Any]]:
     return rows
 
 
-def prediction_rows(workloads: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Per checked cell, predicted against measured; per workload and device count, ddp's predicted speedup and what
-    its link is (results/prediction/ have every strategy)."""
+def check_row(where: str, check: dict[str, Any]) -> dict[str, Any]:
+    """One cell's predicted step against its measured one."""
+    return {
+        "where": where,
+        "cell": check["cell"],
+        "predicted_s": check["predicted_step_s"],
+        "measured_s": check["measured_step_s"],
+        "error": f"{check['error']:+.0%}",
+        "within": check["within"],
+    }
+
+
+def prediction_rows(workloads: list[str], sweeps: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Per checked cell of the benchmarks and the sweeps, predicted against measured; per workload and device count,
+    ddp's predicted speedup and what its link is (results/prediction/ have every strategy)."""
     checks, rows = [], []
+    for name in sweeps:
+        path = results_file("sweep", name)
+        if path.exists():
+            checks += [check_row(f"sweep {name}", check) for check in read_json(path).get("prediction_checks", [])]
     for name in workloads:
         path = results_file("prediction", name)
         if not path.exists():
             continue
         prediction = read_json(path)
-        for check in prediction["checks"]:
-            checks.append(
-                {
-                    "workload": name,
-                    "cell": check["cell"],
-                    "predicted_s": check["predicted_step_s"],
-                    "measured_s": check["measured_step_s"],
-                    "error": f"{check['error']:+.0%}",
-                    "within": check["within"],
-                }
-            )
+        checks += [check_row(name, check) for check in prediction["checks"]]
         for row in prediction["predictions"]:
             if row["strategy"] == "ddp":
                 rows.append(
@@ -239,10 +245,11 @@ def main() -> None:
     print(table(input_rows(workloads)))
     print("\nSweeps: each curve's fastest value (> 1: faster than that; plots/figures/sweep-*.png has the curves):")
     print(table(sweep_rows(list(params.sweeps))))
-    checks, predicted = prediction_rows(workloads)
+    checks, predicted = prediction_rows(workloads, list(params.sweeps))
     print("\nThe collectives over this node's devices (the probe; a latency and bandwidth fitted to each, alpha-beta):")
     print(table(probe_rows()))
-    print("\nPredicted against measured at each multi-process cell (from one replica's compute and the probe's link):")
+    print("\nPredicted against measured at each multi-process cell (one replica's compute and the probe's links; a")
+    print("distributed pipeline's stages timed one by one):")
     print(table(checks))
     print("What more devices would buy (PREDICTED, for devices of their own; results/prediction/ has every strategy):")
     print(table(predicted))

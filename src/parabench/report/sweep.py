@@ -13,6 +13,7 @@ from parabench.config import Sweep
 from parabench.engine.cells import REFERENCE_LINES, StageTime, SweepPoint
 from parabench.io import write_atomic, write_json
 from parabench.paths import results_file, sweep_figure_file, sweep_metrics_dir, sweep_table_dir
+from parabench.report.scaling import checked_sweep_cells
 from parabench.report.sweep_figure import draw
 from parabench.runtime.environment import machine_line
 
@@ -122,7 +123,7 @@ def write_sweep(
 ) -> None:
     """Every output of a sweep, from its cells' figures (report.benchmark.summarize_cells, one per point): a CSV and
     a metrics JSON per curve, the figure, and the full results (with where the stage's time went, on `environment`,
-    the machine that timed it)."""
+    the machine that timed it, and the scaling prediction checked at its distributed pipeline cells)."""
     tables, lines = curve_tables(points, results), reference_lines(points, results)
     notes = {
         point.curve: engine_note(figures.get("strategy_details", {}))
@@ -149,6 +150,7 @@ def write_sweep(
         [*sorted({note for note in notes.values() if note}), *skipped],
         sweep_figure_file(name),
     )
+    cells = [{"curve": point.curve, "value": point.value, **figures} for point, figures in zip(points, results)]
     write_json(
         results_file("sweep", name),
         {
@@ -158,9 +160,8 @@ def write_sweep(
             "reference_lines": lines,
             "skipped": skipped,
             "stage": stage.shares(),
-            "cells": [
-                {"curve": point.curve, "value": point.value, **figures} for point, figures in zip(points, results)
-            ],
+            "cells": cells,
+            "prediction_checks": checked_sweep_cells(cells),
         },
     )
     for curve, summary in summaries.items():
