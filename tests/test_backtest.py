@@ -1,5 +1,5 @@
 """The back-test against published scaling tables (benchmarks/backtest.py): the setups file parses, every setup cites
-its source, and the prediction holds where it is known to (Horovod's ResNet-101 and Inception V3, seed 001)."""
+its source, and the prediction holds where it is known to (Horovod's three models, seed 001)."""
 
 import sys
 from pathlib import Path
@@ -22,10 +22,11 @@ def test_the_prediction_reproduces_what_it_is_known_to():
     for name in (
         "Horovod ResNet-101, 512 GPUs",
         "Horovod Inception V3, 512 GPUs",
+        "Horovod VGG-16, 512 GPUs",
         "seed 001, ResNet-50 pipelined over 2 GPUs",
     ):
         assert outcomes[name].meets_goal, outcomes[name]
-    assert outcomes["Horovod VGG-16, 512 GPUs"].predicted > 0.68, "known miss: the model hides more than Horovod did"
+    assert outcomes["torchgpipe ResNet-101, pipeline-8 on P40s"].predicted > 4.294 * 1.1, "known miss (docs)"
 
 
 def test_errors_are_points_of_efficiency_or_relative_speedups():

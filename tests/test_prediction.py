@@ -52,8 +52,8 @@ def test_gpipe_of_equal_stages_takes_m_plus_s_minus_1_stage_times():
 
 
 def test_ddp_hides_what_the_backward_outlasts_but_never_its_last_bucket():
-    gradients = 1e9  # 0.1 s of all-reduce over 2 ranks at 10 GB/s (2 x 10 us latency)
-    everything = collective_seconds(LINK, "all_reduce", gradients, 2)
+    gradients = 1e9  # 0.1 s of all-reduce over 2 ranks at 10 GB/s, in 40 buckets of 25 MB (2 x 10 us latency each)
+    everything = collective_seconds(LINK, "all_reduce", gradients, 2) + 39 * 2 * LINK.latency_s
     exposed = data_parallel_step(1.0, 0.08, gradients, LINK, 2, overlaps=True, bucket_bytes=25e6)
     assert exposed.exposed_communication_s == pytest.approx(everything - 0.08)
     hidden = data_parallel_step(1.0, 5.0, gradients, LINK, 2, overlaps=True, bucket_bytes=25e6)
@@ -75,3 +75,14 @@ def test_an_unknown_link_is_named_with_the_choices():
     problems = unknown_links("nvlink9", "carrier_pigeon")
     assert problems[0].startswith("predict.interconnect: 'nvlink9'") and "nvlink4" in problems[0]
     assert problems[1].startswith("predict.network: 'carrier_pigeon'") and "infiniband400" in problems[1]
+
+
+def test_each_bucket_pays_the_ring_s_latency_and_the_copies_into_it_and_back():
+    gradients, bucket = 100e6, 25e6  # 4 buckets
+    plain = data_parallel_step(1.0, 0.0, gradients, LINK, 4, overlaps=False, bucket_bytes=gradients)
+    bucketed = data_parallel_step(1.0, 0.0, gradients, LINK, 4, overlaps=False, bucket_bytes=bucket)
+    assert bucketed.exposed_communication_s - plain.exposed_communication_s == pytest.approx(3 * 6 * LINK.latency_s)
+    copied = data_parallel_step(1.0, 0.0, gradients, LINK, 4, overlaps=False, bucket_bytes=bucket, copy_bytes_per_s=1e9)
+    assert copied.compute_s == pytest.approx(1.0 + 2 * 0.1), "into the bucket and back, 100 MB at 1 GB/s each"
+    sharded = sharded_step(1.0, 1e8, Links(LINK, LINK, LINK, copy_bytes_per_s=1e9), 2)
+    assert sharded.compute_s == pytest.approx(1.0 + 4.5 * 0.1), "shard in, parameters out, gradients in, shard out"

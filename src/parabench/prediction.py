@@ -8,6 +8,7 @@ send/recv one step and all of it. `share` is also nccl-tests' bus-bandwidth fact
 size / time, so busbw is what each link carried and compares across n.
 """
 
+import math
 import statistics
 from dataclasses import dataclass
 from typing import Literal
@@ -36,10 +37,11 @@ class Links:
     all_reduce: Link
     all_gather: Link
     reduce_scatter: Link
+    copy_bytes_per_s: float = float("inf")  # a copy within a device's memory (bucketing); unknown: free
 
     @classmethod
     def alike(cls, link: Link) -> "Links":
-        """One link for every collective (a preset)."""
+        """One link for every collective (a preset), copies left out."""
         return cls(link, link, link)
 
 
@@ -151,6 +153,9 @@ class StepPrediction:
         return self.compute_s + self.exposed_communication_s
 
 
+BUCKET_COPIES = 2  # a bucketed all-reduce copies every gradient into its flat bucket and back
+
+
 def data_parallel_step(
     compute_s: float,
     backward_s: float,
@@ -159,12 +164,18 @@ def data_parallel_step(
     ranks: int,
     overlaps: bool,
     bucket_bytes: float,
+    copy_bytes_per_s: float = float("inf"),
 ) -> StepPrediction:
-    """ddp or allreduce: a replica's compute plus the ring all-reduce of every gradient. With `overlaps` (ddp's
-    buckets on devices of their own), each bucket goes while the backward pass goes on, so only what outlasts the
-    backward is exposed, and never less than the last bucket's all-reduce; without (allreduce after backward, or
-    replicas sharing one CPU's cores with the communication), all of it."""
+    """ddp or allreduce: a replica's compute, the copies of every gradient into its bucket and back (at
+    `copy_bytes_per_s`, within the device's memory: compute on the critical path), and the ring all-reduce of every
+    bucket, one call each. With `overlaps` (ddp's buckets on devices of their own), each bucket goes while the
+    backward pass goes on, so only what outlasts the backward is exposed, and never less than the last bucket's
+    all-reduce; without (allreduce after backward, or replicas sharing one CPU's cores with the communication), all
+    of it."""
+    buckets = max(1, math.ceil(gradient_bytes / bucket_bytes))
     everything = collective_seconds(link, "all_reduce", gradient_bytes, ranks)
+    everything += (buckets - 1) * ring_steps("all_reduce", ranks)[0] * link.latency_s
+    compute_s += BUCKET_COPIES * gradient_bytes / copy_bytes_per_s
     if not overlaps:
         return StepPrediction(compute_s, everything)
     last_bucket = collective_seconds(link, "all_reduce", min(bucket_bytes, gradient_bytes), ranks)
@@ -173,10 +184,13 @@ def data_parallel_step(
 
 def sharded_step(compute_s: float, parameter_bytes: float, links: Links, ranks: int) -> StepPrediction:
     """fsdp (full sharding, resharded after forward): every parameter all-gathered for forward and again for backward,
-    every gradient reduce-scattered, none of it hidden (an upper bound where prefetching overlaps it)."""
+    every gradient reduce-scattered, none of it hidden (an upper bound where prefetching overlaps it); and the copies
+    around them, at the links' copy bandwidth: each all-gather copies the local shard in and the whole parameters
+    out, the reduce-scatter the whole gradients in and the shard out (3 + 3/n times the parameters' bytes)."""
     gathers = 2 * collective_seconds(links.all_gather, "all_gather", parameter_bytes, ranks)
     scatter = collective_seconds(links.reduce_scatter, "reduce_scatter", parameter_bytes, ranks)
-    return StepPrediction(compute_s, gathers + scatter)
+    copies = (3 + 3 / ranks) * parameter_bytes / links.copy_bytes_per_s
+    return StepPrediction(compute_s + copies, gathers + scatter)
 
 
 def pipeline_step(stage_seconds: list[float], micro_batches: int) -> StepPrediction:

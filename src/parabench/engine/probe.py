@@ -1,6 +1,7 @@
 """The collective probe: all-reduce, all-gather, reduce-scatter and send/recv timed over message sizes from a few
 bytes up to `predict.probe_max_bytes`, on the backend and devices the data-parallel runs use, with latency and
-bandwidth fitted per collective (prediction.fit_link) and algbw and busbw per size, as nccl-tests reports them.
+bandwidth fitted per collective (prediction.fit_link) and algbw and busbw per size, as nccl-tests reports them; and
+the bandwidth of a copy within a device's memory at the largest size (what bucketing gradients costs).
 
     python -m parabench.engine.probe MACHINE.json LARGEST_BYTES OUT.json     (under torchrun: one rank per device;
                                                                             probe_links starts them)
@@ -109,11 +110,20 @@ def probe_collective(collective: Collective, sizes: list[int], process: Process)
     }
 
 
+def copy_bandwidth(size_bytes: int, process: Process) -> float:
+    """Bytes a second one rank copies within its device's memory (a buffer of `size_bytes` into another, while every
+    rank does the same): what flattening gradients into a bucket and back costs, communication aside."""
+    source = torch.zeros(max(1, size_bytes // 4), device=process.device)
+    target = torch.empty_like(source)
+    return size_bytes / timed_seconds(lambda: target.copy_(source), process)
+
+
 def probe(machine: Machine, largest_bytes: int, out: Path) -> None:
     """Time every collective over this job's ranks; rank 0 writes what it measured and where."""
     process = start(machine)
     sizes = probe_sizes(largest_bytes)
     collectives = {collective: probe_collective(collective, sizes, process) for collective in COLLECTIVES}
+    copy_bytes_per_s = copy_bandwidth(sizes[-1], process)
     if process.is_main:
         write_json(
             out,
@@ -124,6 +134,7 @@ def probe(machine: Machine, largest_bytes: int, out: Path) -> None:
                 "threads_per_rank": torch.get_num_threads(),
                 "repeats": REPEATS,
                 "collectives": collectives,
+                "copy_bytes_per_s": copy_bytes_per_s,
                 "environment": machine_identity(),
             },
         )

@@ -4,10 +4,11 @@ the probe's links, checked against every multi-process cell of the benchmark, th
 The check. At a measured cell of N processes, one replica's compute is the ceiling cell's median step (N copies of
 `single` side by side, each on its share of the batch, no communication: on a CPU they share its cores, caches and
 memory bandwidth as the replicas do; that cell is never scored). ddp and allreduce add the ring all-reduce of every
-gradient (4 bytes a parameter), over the link the probe fitted to its all-reduce; ddp hides what the rest of the
+gradient (4 bytes a parameter), in 25 MB buckets, over the link the probe fitted to its all-reduce, and the copies of
+every gradient into its bucket and back at the probe's copy bandwidth; ddp hides what the rest of the
 backward pass outlasts, on devices of their own only (on one CPU the communication takes the cores the backward needs).
 fsdp adds two all-gathers of the parameters and a reduce-scatter of the gradients, each over the probe's fit to that
-collective. A distributed pipeline takes its
+collective, and the copies in and out around them. A distributed pipeline takes its
 schedule's bound over its stages' forward and backward seconds, timed one by one on one device (its
 `stage_seconds`), plus single's input and optimizer. Each is compared with the cell's own median step.
 
@@ -53,7 +54,8 @@ def measured_links(probe: dict[str, Any]) -> Links | None:
             measured = fitted["all_reduce"]
         return Link(measured["latency_s"], 1 / measured["bandwidth_bytes_per_s"])
 
-    return Links(link("all_reduce"), link("all_gather"), link("reduce_scatter"))
+    copies = probe.get("copy_bytes_per_s") or float("inf")
+    return Links(link("all_reduce"), link("all_gather"), link("reduce_scatter"), copies)
 
 
 def link_at(devices: int, options: PredictOptions, probe: dict[str, Any]) -> tuple[Links, str, bool]:
@@ -87,7 +89,14 @@ def strategy_step(
     overlaps = strategy == "ddp" and own_devices
     backward_s = BACKWARD_SHARE * forward_backward_s
     return data_parallel_step(
-        compute_s, backward_s, gradient_bytes, links.all_reduce, devices, overlaps, DDP_BUCKET_BYTES
+        compute_s,
+        backward_s,
+        gradient_bytes,
+        links.all_reduce,
+        devices,
+        overlaps,
+        DDP_BUCKET_BYTES,
+        links.copy_bytes_per_s,
     )
 
 
@@ -250,6 +259,7 @@ def predict(benchmark: dict[str, Any], options: PredictOptions, probe: dict[str,
         else {
             collective: {"latency_s": link.latency_s, "bandwidth_bytes_per_s": link.bandwidth_bytes_per_s}
             for collective, link in vars(links).items()
+            if isinstance(link, Link)
         },
         "checks": checks,
         "median_abs_error": statistics.median(errors) if errors else None,
