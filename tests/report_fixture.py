@@ -7,7 +7,14 @@ import pandas as pd
 
 from parabench.config import PredictOptions
 from parabench.engine.cells import StageTime
-from parabench.paths import ENVIRONMENT_FILE, benchmark_figure_file, results_file, sweep_figure_file, train_curve_file
+from parabench.paths import (
+    ENVIRONMENT_FILE,
+    PROBE_FILE,
+    benchmark_figure_file,
+    results_file,
+    sweep_figure_file,
+    train_curve_file,
+)
 from parabench.report.benchmark import skipped, summarize_cells, table
 from parabench.report.benchmark_figure import draw
 from parabench.report.scaling import predict
@@ -65,8 +72,11 @@ def write_pipeline_outputs(root: Path) -> None:
         },
     )
     write_json(root / results_file("speedup", "resnet50"), {"quality": None, "data_origin": "random images"})
-    probe = {"ranks": 2, "backend": "gloo", "device": "cpu", "collectives": {}}
+    probe = {"ranks": 2, "backend": "gloo", "device": "cpu", "collectives": {}, "copy_bytes_per_s": 5e9}
+    point = {"bytes": 4096, "seconds": 1e-4, "algbw_bytes_per_s": 4.1e7, "busbw_bytes_per_s": 4.1e7}
     probe["collectives"]["all_reduce"] = {"status": "ran", "latency_s": 1e-4, "bandwidth_bytes_per_s": 1e9}
+    probe["collectives"]["all_reduce"]["points"] = [point]
+    write_json(root / PROBE_FILE, probe)
     options = PredictOptions(
         devices=[4, 64], devices_per_node=8, interconnect="measured", network="ethernet25", probe_max_bytes=4
     )

@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from parabench.io import read_json, write_atomic
 from parabench.paths import (
     ENVIRONMENT_FILE,
+    PROBE_FILE,
     ROLES,
     benchmark_figure_file,
     results_file,
@@ -184,6 +185,38 @@ def quality_rows(comparison: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def probe_html() -> str:
+    """The collective probe (results/probe.json): each collective's fitted latency and bandwidth and its bus bandwidth
+    at the largest message; nothing where the probe stage has not run."""
+    if not PROBE_FILE.exists():
+        return ""
+    probe = read_json(PROBE_FILE)
+    if "skipped" in probe:
+        return f'<p class="note">Collective probe: {html.escape(probe["skipped"])}.</p>'
+    rows = []
+    for collective, measured in probe["collectives"].items():
+        if measured["status"] != "ran":
+            rows.append(
+                {"collective": collective, "latency": "-", "bandwidth": "-", "busbw at largest": measured["reason"]}
+            )
+            continue
+        largest = measured["points"][-1]
+        rows.append(
+            {
+                "collective": collective,
+                "latency": f"{1e6 * measured['latency_s']:.0f} us",
+                "bandwidth": f"{measured['bandwidth_bytes_per_s'] / 1e9:.3g} GB/s",
+                "busbw at largest": f"{largest['busbw_bytes_per_s'] / 1e9:.3g} GB/s at {largest['bytes']:,} B",
+            }
+        )
+    return (
+        f'<h2>The links measured here</h2><p class="note">The collectives over {probe["ranks"]} '
+        f"{html.escape(probe['backend'])} ranks on {html.escape(probe['device'])}, a latency and bandwidth fitted to "
+        "each (alpha-beta); busbw as nccl-tests defines it. The predictions below start from these.</p>"
+        + table_html(rows)
+    )
+
+
 def prediction_html(workload: str) -> str:
     """What more devices would buy (results/prediction/): predicted against measured at each multi-process cell,
     then each strategy's predicted speedup (efficiency) per device count, marked unvalidated off this machine, and
@@ -293,6 +326,7 @@ def page(workloads: list[str], sweep_names: list[str]) -> str:
             f"</p><p>{navigation}</p></header>",
             '<p class="note">Where a step goes, part by part (the benchmark figures\' right panel):</p>',
             f'<ul class="note">{meanings}</ul>',
+            probe_html(),
             *(section(name, every_sweep, machine) for name in workloads),
             "</body></html>",
         ]
