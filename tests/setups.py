@@ -120,6 +120,7 @@ def run_record(strategy: str, step_durations: list[float], devices: int = 1, **f
         "replicas": devices,
         "global_batch": 100,
         "lr": 0.1,
+        "accumulate": 1,
         "scale": "quick",
         "unit": "sample",
         "data_origin": "the full Fashion-MNIST",

@@ -91,6 +91,11 @@ def test_an_edit_of_the_strategy_re_runs_training_alone_and_of_the_benchmark_its
     workloads = load_params().inputs
     assert stages_reading("strategy") == {f"train@{workload}" for workload in workloads}
     assert stages_reading("benchmark.rounds") == {f"benchmark@{workload}" for workload in workloads}
+    timed_with_it = {f"{kind}@{workload}" for kind in ("train", "benchmark") for workload in workloads}
+    assert stages_reading("accumulate") == timed_with_it | {f"sweep@{name}" for name in load_params().sweeps}, (
+        "accumulate trains and times with the knob; the reference stays plain"
+    )
+    assert stages_reading("predict.network") == {f"predict@{workload}" for workload in workloads}, "never training"
 
 
 def expand_list(values: Any, variables: dict[str, Any]) -> list[Any]:

@@ -28,3 +28,17 @@ class Batch:
         return Batch(
             self.inputs.to(device, non_blocking=True), self.targets.to(device, non_blocking=True), self.unit_seeds
         )
+
+    def split(self, parts: int) -> list["Batch"]:
+        """The batch cut along dim 0 into `parts` consecutive micro-batches of equal size (it must divide)."""
+        assert len(self) % parts == 0, f"{parts} micro-batches do not divide a batch of {len(self)}"
+        size = len(self) // parts
+        seeds = self.unit_seeds
+        return [
+            Batch(
+                self.inputs[start : start + size],
+                self.targets[start : start + size],
+                None if seeds is None else seeds[start : start + size],
+            )
+            for start in range(0, len(self), size)
+        ]

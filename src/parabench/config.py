@@ -184,6 +184,7 @@ class Params(Strict):
     """The whole of params.yaml."""
 
     strategy: Literal[STRATEGY_NAMES]  # type: ignore[valid-type]
+    accumulate: Annotated[int, Field(ge=1)] = 1  # micro-steps per optimiser step (gradient accumulation)
     reference: Reference
     hardware: Hardware
     partition: PartitionOptions

@@ -42,6 +42,7 @@ class RunIdentity(Record):
     replicas: int = Field(description="how many copies of the model train on shards of each batch")
     global_batch: int = Field(description="units per optimiser step, over every replica")
     lr: float = Field(description="the learning rate, scaled for the global batch")
+    accumulate: int = Field(description="micro-steps per optimiser step (gradient accumulation; 1: none)")
 
 
 class RunRecord(RunIdentity):

@@ -46,6 +46,7 @@ class RunPlan(BaseModel):
     replicas: int
     global_batch: int
     lr: float
+    accumulate: int = 1  # micro-steps per optimiser step
     copies: int = 1
 
     @field_validator("settings", mode="before")
@@ -104,6 +105,7 @@ class RunPlan(BaseModel):
             replicas=self.replicas,
             global_batch=self.global_batch,
             lr=self.lr,
+            accumulate=self.accumulate,
         )
 
     @property
@@ -171,6 +173,8 @@ def make_plan(
     replicas = strategy.data_replicas(setup) * copies
     global_batch, lr = batch_and_lr(params, workload_name, replicas, f"{STRATEGY_KEYS[role]}={strategy.name}")
     strategy.check(setup, global_batch)
+    accumulate = 1 if role == "reference" else params.accumulate  # the reference is plain: the knob is measured
+    check_accumulate(accumulate, strategy.name, global_batch // replicas, workload_name)
     plan = RunPlan(
         role=role,
         workload_name=workload_name,
@@ -182,10 +186,30 @@ def make_plan(
         replicas=replicas,
         global_batch=global_batch,
         lr=lr,
+        accumulate=accumulate,
         copies=copies,
     )
     _check_processes_fit(plan, params.hardware.oversubscribe)
     return plan
+
+
+def check_accumulate(accumulate: int, strategy: str, per_replica: int, workload_name: str) -> None:
+    """Gradient accumulation composes with every strategy but the pipeline (its step already cuts the batch into
+    micro-batches, and its schedules own the backward), and must cut each replica's share of the batch evenly."""
+    if accumulate == 1:
+        return
+    if strategy == "pipeline":
+        raise ConfigError(
+            f"accumulate: {accumulate} does not compose with strategy pipeline: its step already cuts the batch into "
+            f"micro-batches (pipeline.split_size) and its schedule runs their backward; set accumulate: 1"
+        )
+    if per_replica % accumulate:
+        divisors = [k for k in range(1, accumulate) if per_replica % k == 0]
+        raise ConfigError(
+            f"accumulate: {accumulate} does not divide the {per_replica} unit(s) each replica gets of "
+            f"{workload_name}'s batch under strategy {strategy}; set accumulate to a divisor of {per_replica}, "
+            f"e.g. {divisors[-1]}"
+        )
 
 
 def batch_and_lr(params: Params, workload_name: str, replicas: int, run: str) -> tuple[int, float]:

@@ -4,6 +4,7 @@ Every strategy and workload runs through it with the same data, timing and check
 a step is its `train_step` (strategies/base.py and the strategy's module).
 """
 
+import contextlib
 import itertools
 import os
 import statistics
@@ -32,7 +33,7 @@ from parabench.runtime.collectives import broadcast_object, gather_objects, gath
 from parabench.runtime.memory import StepMemory, memory_kind, per_rank
 from parabench.runtime.process import Process
 from parabench.runtime.torchrun import PROGRESS_ENV
-from parabench.strategies.base import Parallelized, StepResult
+from parabench.strategies.base import LossFn, Parallelized, StepResult
 from parabench.workloads import WorkloadData
 
 # ---- batches dealt: the same global batches for every strategy, dealt out to replicas ----
@@ -103,11 +104,13 @@ def shard_of(plan: RunPlan, parallel: Parallelized, process: Process) -> tuple[i
 
 @dataclass(frozen=True)
 class Trainer:
-    """What one training step needs: the parallelised model, its optimiser and its learning-rate schedule."""
+    """What one training step needs: the parallelised model, its optimiser, its learning-rate schedule, and how many
+    micro-steps make an optimiser step (gradient accumulation)."""
 
     parallel: Parallelized
     optimizer: torch.optim.Optimizer
     schedule: torch.optim.lr_scheduler.LRScheduler | None
+    accumulate: int = 1
 
 
 def build_trainer(
@@ -128,7 +131,7 @@ def build_trainer(
     optimizer = workload.optimizer(
         [{"params": group.params, "lr": plan.lr * group.lr_scale} for group in groups], settings
     )
-    return Trainer(parallel, optimizer, workload.lr_schedule(optimizer, settings, steps_per_epoch))
+    return Trainer(parallel, optimizer, workload.lr_schedule(optimizer, settings, steps_per_epoch), plan.accumulate)
 
 
 def optimizer_step(
@@ -142,13 +145,37 @@ def optimizer_step(
     if trainer.parallel.reads_inputs:
         batch = data.transform(batch)
     mark("input")
-    result = trainer.parallel.train_step(batch, data.loss)
+    result = accumulated_step(trainer, batch, data.loss)
     mark("forward_backward")
     trainer.optimizer.step()
     if trainer.schedule is not None:
         trainer.schedule.step()
     mark("optimizer")
     return result, batch.targets
+
+
+def accumulated_step(trainer: Trainer, batch: Batch, loss: LossFn) -> StepResult:
+    """Forward and backward through the strategy: on the whole batch, or (gradient accumulation) on each of
+    trainer.accumulate equal micro-batches in turn, each loss divided by their number so that the gradients sum to
+    the whole batch's mean, and every backward but the last kept local (the strategy's no_sync). Returns the mean
+    loss and all the outputs, as one step on the whole batch would."""
+    if trainer.accumulate == 1:
+        return trainer.parallel.train_step(batch, loss)
+    parts = trainer.accumulate
+
+    def share(outputs: Tensor, targets: Tensor) -> Tensor:
+        return loss(outputs, targets) / parts
+
+    results = []
+    for index, micro in enumerate(batch.split(parts)):
+        with trainer.parallel.no_sync() if index < parts - 1 else contextlib.nullcontext():
+            results.append(trainer.parallel.train_step(micro, share))
+    losses = [result.loss for result in results if result.loss is not None]
+    outputs = [result.outputs for result in results if result.outputs is not None]
+    return StepResult(
+        torch.stack(losses).sum() if losses else None,  # the micro-losses, each a share: the whole batch's mean
+        torch.cat(outputs) if outputs else None,
+    )
 
 
 # ---- a pass: one timed step per batch ----

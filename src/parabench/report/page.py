@@ -260,6 +260,11 @@ def prediction_html(workload: str) -> str:
     return "\n".join(parts)
 
 
+def accumulating(run: RunRecord) -> str:
+    """How the run accumulated gradients, when it did."""
+    return f", accumulating {run.accumulate} micro-steps per optimiser step" if run.accumulate > 1 else ""
+
+
 def section(workload: str, every_sweep: dict[str, dict[str, Any]], machine: str) -> str:
     """One seed experiment: question, answer, then the evidence from the pipeline's files (the sweeps among
     `every_sweep`, name -> results, that sweep this workload included)."""
@@ -279,7 +284,8 @@ def section(workload: str, every_sweep: dict[str, dict[str, Any]], machine: str)
         stage_html(benchmark),
         skipped_html(benchmark),
         "<h3>The training run against its reference</h3>",
-        f"<p>{html.escape(runs['train'].strategy)} against {html.escape(runs['reference'].strategy)}.</p>",
+        f"<p>{html.escape(runs['train'].strategy)}{accumulating(runs['train'])} against "
+        f"{html.escape(runs['reference'].strategy)}.</p>",
         figure_tag(
             rendered(
                 epoch_figure(

@@ -158,6 +158,7 @@ def details(
         "note": INTERLEAVED_NOTE,
         "strategy": run.strategy,
         "reference": reference.strategy,
+        "accumulate": run.accumulate,
         "speedups": figures,
         "quality": in_words(evaluation.paired.model_dump(), run.strategy, reference.strategy)
         if evaluation.paired is not None

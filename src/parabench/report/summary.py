@@ -44,7 +44,8 @@ def comparison(workloads: list[str]) -> tuple[list[dict[str, Any]], list[str], l
         if not path.exists():
             continue
         figures, more = read_json(path), read_json(results_file("speedup", name))
-        row = {"workload": name, "run": f"{more['strategy']}/{more['reference']}"}
+        knob = f" (accumulate {more['accumulate']})" if more["accumulate"] > 1 else ""
+        row = {"workload": name, "run": f"{more['strategy']}{knob}/{more['reference']}"}
         metric = workload.primary_metric
         if metric is not None:
             evaluation = more["evaluation"]

@@ -1,5 +1,8 @@
 """`allreduce`: data parallelism written out by hand (d2l's allreduce): broadcast once, then average gradients."""
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import torch
 import torch.distributed as dist
 from torch import Tensor, nn
@@ -50,23 +53,41 @@ def average_gradients(model: nn.Module, world_size: int) -> None:
             grad.copy_(averaged.view_as(grad))
 
 
-def allreduce_step(model: nn.Module, world_size: int) -> TrainStep:
-    """Forward and backward on this process's shard, then the gradient average."""
-    local_step = forward_backward(model)
+class GradientAverage:
+    """The hand-written all-reduce of a replica's gradients after each backward, unless held back (gradient
+    accumulation: the micro-steps before the last keep summing local gradients)."""
 
-    def step(batch: Batch, loss_fn: LossFn) -> StepResult:
-        result = local_step(batch, loss_fn)
-        average_gradients(model, world_size)
-        return result
+    def __init__(self, model: nn.Module, world_size: int):
+        self.model, self.world_size, self.held = model, world_size, False
 
-    return step
+    def step(self) -> TrainStep:
+        """Forward and backward on this process's shard, then the gradient average (not while held)."""
+        local_step = forward_backward(self.model)
+
+        def step(batch: Batch, loss_fn: LossFn) -> StepResult:
+            result = local_step(batch, loss_fn)
+            if not self.held:
+                average_gradients(self.model, self.world_size)
+            return result
+
+        return step
+
+    @contextmanager
+    def held_back(self) -> Iterator[None]:
+        """Within it, backward leaves the gradients local."""
+        self.held = True
+        try:
+            yield
+        finally:
+            self.held = False
 
 
 def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Parallelized:
     """Move the model to this process's device and copy rank 0's weights to every replica."""
     model = model.to(process.device)
     broadcast_from_rank0(model)
-    return replica(model, model, process, allreduce_step(model, process.world_size), model.state_dict)
+    average = GradientAverage(model, process.world_size)
+    return replica(model, model, process, average.step(), model.state_dict, no_sync=average.held_back)
 
 
 STRATEGY = replica_per_device(

@@ -1,6 +1,7 @@
 """What a strategy is: a function applied to a plain model, returning what the one training loop needs."""
 
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -65,6 +66,8 @@ class Parallelized:
     full_state_dict() returns the whole model's state on rank 0 (a collective: call it on every rank).
     details holds what the metrics should record about the strategy's choices (e.g. the cut). reads_inputs is false
     where the process never looks at the inputs (a pipeline stage after the first): its batches are not transformed.
+    no_sync() is the context in which a step's backward keeps its gradients local (gradient accumulation: every
+    micro-step but the last); nothing to do for a strategy that does not communicate them.
     """
 
     module: nn.Module
@@ -77,6 +80,7 @@ class Parallelized:
     full_state_dict: Callable[[], dict[str, Tensor]]
     details: dict[str, Any] = field(default_factory=dict)
     reads_inputs: bool = True
+    no_sync: Callable[[], AbstractContextManager[object]] = nullcontext
 
     def named_parameters(self) -> Iterator[tuple[str, nn.Parameter]]:
         """This process's parameters under the plain model's names, whatever wraps them."""

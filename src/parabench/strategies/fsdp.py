@@ -1,5 +1,7 @@
 """`fsdp`: fully sharded data parallel (FSDP2 `fully_shard`): each process keeps a 1/world share of the weights."""
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import cast
 
 from torch import Tensor, nn
@@ -23,12 +25,21 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
     mesh = init_device_mesh(process.device.type, (process.world_size,))
     for block in model.children():
         fully_shard(block, mesh=mesh)
-    fully_shard(model, mesh=mesh)
+    root = fully_shard(model, mesh=mesh)
 
     def full_state_dict() -> dict[str, Tensor]:
         """Gather the unsharded weights (a collective) onto rank 0's CPU, under the plain model's keys."""
         state = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
         return cast(dict[str, Tensor], state)  # a full state dict holds plain tensors
+
+    @contextmanager
+    def no_sync() -> Iterator[None]:
+        """Backward keeps whole local gradients, reduce-scattered at the next step outside (FSDP2's no_sync)."""
+        root.set_requires_gradient_sync(False)
+        try:
+            yield
+        finally:
+            root.set_requires_gradient_sync(True)
 
     return replica(
         model,
@@ -37,6 +48,7 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
         forward_backward(model),
         full_state_dict,
         details={"sharded_blocks": len(list(model.children()))},
+        no_sync=no_sync,
     )
 
 

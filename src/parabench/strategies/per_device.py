@@ -1,6 +1,7 @@
 """What the data-parallel strategies share: one process per device, launched by torchrun, each a replica."""
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from torch import Tensor, nn
@@ -30,6 +31,7 @@ def replica(
     train_step: TrainStep,
     full_state_dict: Callable[[], dict[str, Tensor]],
     details: dict[str, Any] | None = None,
+    no_sync: Callable[[], AbstractContextManager[object]] = nullcontext,
 ) -> Parallelized:
     """This process's replica: it computes on its own device, on the rank-th of world_size shares of every batch."""
     return Parallelized(
@@ -42,4 +44,5 @@ def replica(
         train_step=train_step,
         full_state_dict=full_state_dict,
         details=details or {},
+        no_sync=no_sync,
     )
