@@ -85,7 +85,9 @@ def write_pipeline_outputs(root: Path) -> None:
         root / results_file("sweep", SWEEP),
         {
             "sweep": {"workload": "resnet50", "param": "pipeline.split_size.resnet50"},
-            "curves": {"inprocess": {"best_value": 4, "speedup": 1.1, "speedup_vs_model_parallel": 1.5}},
+            "curves": {
+                "inprocess": {"status": "ran", "best_value": 4, "speedup": 1.1, "speedup_vs_model_parallel": 1.5}
+            },
         },
     )
     (root / sweep_figure_file(SWEEP)).write_bytes((root / benchmark_figure_file("resnet50")).read_bytes())

@@ -71,14 +71,16 @@ def test_the_sweep_answer_gives_each_curve_s_best_split_size():
     sweep = {
         "sweep": {"param": "pipeline.split_size.resnet50"},
         "curves": {
-            "gpipe": {"best_value": 4, "speedup": 1.1, "speedup_vs_model_parallel": 1.6},
-            "1f1b": {"best_value": 8, "speedup": None, "speedup_vs_model_parallel": None},
+            "gpipe": {"status": "ran", "best_value": 4, "speedup": 1.1, "speedup_vs_model_parallel": 1.6},
+            "1f1b": {"status": "ran", "best_value": 8, "speedup": None, "speedup_vs_model_parallel": None},
+            "inprocess": {"status": "skipped"},
         },
     }
     assert sweep_sentence("split_size", sweep) == (
         "Sweep split_size: gpipe is fastest at pipeline.split_size.resnet50=4 (1.10x single, 1.60x "
-        "model_parallel); 1f1b is fastest at pipeline.split_size.resnet50=8."
-    )
+        "model_parallel); 1f1b is fastest at pipeline.split_size.resnet50=8; inprocess ran no value on this "
+        "hardware (its cells were skipped: results/sweep/ says why)."
+    ), "a curve whose every cell was skipped (e.g. accumulate, which the pipeline refuses) says so"
 
 
 def test_where_single_is_fastest_the_answer_says_so_and_names_the_closest():

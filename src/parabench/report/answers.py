@@ -135,9 +135,12 @@ def quality_sentence(comparison: dict[str, Any] | None) -> str:
 
 
 def sweep_sentence(name: str, sweep: dict[str, Any]) -> str:
-    """Each curve's best value in the sweep `name`, against single and model_parallel."""
+    """Each curve's best value in the sweep `name`, against single and model_parallel (or that none ran)."""
     parts = []
     for curve, figures in sweep["curves"].items():
+        if figures["status"] != "ran":
+            parts.append(f"{curve} ran no value on this hardware (its cells were skipped: results/sweep/ says why)")
+            continue
         against = [f"{figures['speedup']:.2f}x single"] if figures.get("speedup") else []
         if figures.get("speedup_vs_model_parallel"):
             against.append(f"{figures['speedup_vs_model_parallel']:.2f}x model_parallel")

@@ -135,6 +135,9 @@ def sweep_rows(sweeps: list[str]) -> list[dict[str, Any]]:
         if not path.exists():
             continue
         for curve, figures in read_json(path)["curves"].items():
+            if figures["status"] != "ran":
+                rows.append({"sweep": path.stem, "curve": curve, "best_value": "skipped"})
+                continue
             rows.append(
                 {
                     "sweep": path.stem,
