@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from parabench.prediction import PRESETS, data_parallel_step, pipeline_step
+from parabench.prediction import PRESETS, Links, data_parallel_step, pipeline_step
 
 SETUPS = Path(__file__).with_name("published_scaling.yaml")
 BACKWARD_SHARE = 2 / 3  # of a step's compute: the backward pass does about twice the forward's work
@@ -59,7 +59,7 @@ def data_parallel(setup: dict[str, Any]) -> Outcome:
         compute,
         BACKWARD_SHARE * compute,
         4 * setup["parameters"],
-        PRESETS[link_name].link,
+        Links.alike(PRESETS[link_name].link),
         devices,
         overlaps=setup["strategy"] == "ddp",
         bucket_bytes=setup["bucket_bytes"],

@@ -54,11 +54,11 @@ def test_gpipe_of_equal_stages_takes_m_plus_s_minus_1_stage_times():
 def test_ddp_hides_what_the_backward_outlasts_but_never_its_last_bucket():
     gradients = 1e9  # 0.1 s of all-reduce over 2 ranks at 10 GB/s, in 40 buckets of 25 MB (2 x 10 us latency each)
     everything = collective_seconds(LINK, "all_reduce", gradients, 2) + 39 * 2 * LINK.latency_s
-    exposed = data_parallel_step(1.0, 0.08, gradients, LINK, 2, overlaps=True, bucket_bytes=25e6)
+    exposed = data_parallel_step(1.0, 0.08, gradients, Links.alike(LINK), 2, overlaps=True, bucket_bytes=25e6)
     assert exposed.exposed_communication_s == pytest.approx(everything - 0.08)
-    hidden = data_parallel_step(1.0, 5.0, gradients, LINK, 2, overlaps=True, bucket_bytes=25e6)
+    hidden = data_parallel_step(1.0, 5.0, gradients, Links.alike(LINK), 2, overlaps=True, bucket_bytes=25e6)
     assert hidden.exposed_communication_s == pytest.approx(collective_seconds(LINK, "all_reduce", 25e6, 2))
-    plain = data_parallel_step(1.0, 5.0, gradients, LINK, 2, overlaps=False, bucket_bytes=25e6)
+    plain = data_parallel_step(1.0, 5.0, gradients, Links.alike(LINK), 2, overlaps=False, bucket_bytes=25e6)
     assert plain.step_s == pytest.approx(1.0 + everything), "allreduce: after the backward, all of it"
 
 
@@ -79,10 +79,12 @@ def test_an_unknown_link_is_named_with_the_choices():
 
 def test_each_bucket_pays_the_ring_s_latency_and_the_copies_into_it_and_back():
     gradients, bucket = 100e6, 25e6  # 4 buckets
-    plain = data_parallel_step(1.0, 0.0, gradients, LINK, 4, overlaps=False, bucket_bytes=gradients)
-    bucketed = data_parallel_step(1.0, 0.0, gradients, LINK, 4, overlaps=False, bucket_bytes=bucket)
+    plain = data_parallel_step(1.0, 0.0, gradients, Links.alike(LINK), 4, overlaps=False, bucket_bytes=gradients)
+    bucketed = data_parallel_step(1.0, 0.0, gradients, Links.alike(LINK), 4, overlaps=False, bucket_bytes=bucket)
     assert bucketed.exposed_communication_s - plain.exposed_communication_s == pytest.approx(3 * 6 * LINK.latency_s)
-    copied = data_parallel_step(1.0, 0.0, gradients, LINK, 4, overlaps=False, bucket_bytes=bucket, copy_bytes_per_s=1e9)
+    copied = data_parallel_step(
+        1.0, 0.0, gradients, Links(LINK, LINK, LINK, 1e9), 4, overlaps=False, bucket_bytes=bucket
+    )
     assert copied.compute_s == pytest.approx(1.0 + 2 * 0.1), "into the bucket and back, 100 MB at 1 GB/s each"
     sharded = sharded_step(1.0, 1e8, Links(LINK, LINK, LINK, copy_bytes_per_s=1e9), 2)
     assert sharded.compute_s == pytest.approx(1.0 + 4.5 * 0.1), "shard in, parameters out, gradients in, shard out"

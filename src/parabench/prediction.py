@@ -160,22 +160,22 @@ def data_parallel_step(
     compute_s: float,
     backward_s: float,
     gradient_bytes: float,
-    link: Link,
+    links: Links,
     ranks: int,
     overlaps: bool,
     bucket_bytes: float,
-    copy_bytes_per_s: float = float("inf"),
 ) -> StepPrediction:
-    """ddp or allreduce: a replica's compute, the copies of every gradient into its bucket and back (at
-    `copy_bytes_per_s`, within the device's memory: compute on the critical path), and the ring all-reduce of every
-    bucket, one call each. With `overlaps` (ddp's buckets on devices of their own), each bucket goes while the
-    backward pass goes on, so only what outlasts the backward is exposed, and never less than the last bucket's
-    all-reduce; without (allreduce after backward, or replicas sharing one CPU's cores with the communication), all
-    of it."""
+    """ddp or allreduce: a replica's compute, the copies of every gradient into its bucket and back (at the links'
+    copy bandwidth, within the device's memory: compute on the critical path), and the ring all-reduce of every
+    bucket over the links' all-reduce, one call each. With `overlaps` (ddp's buckets on devices of their own), each
+    bucket goes while the backward pass goes on, so only what outlasts the backward is exposed, and never less than
+    the last bucket's all-reduce; without (allreduce after backward, or replicas sharing one CPU's cores with the
+    communication), all of it."""
+    link = links.all_reduce
     buckets = max(1, math.ceil(gradient_bytes / bucket_bytes))
     everything = collective_seconds(link, "all_reduce", gradient_bytes, ranks)
     everything += (buckets - 1) * ring_steps("all_reduce", ranks)[0] * link.latency_s
-    compute_s += BUCKET_COPIES * gradient_bytes / copy_bytes_per_s
+    compute_s += BUCKET_COPIES * gradient_bytes / links.copy_bytes_per_s
     if not overlaps:
         return StepPrediction(compute_s, everything)
     last_bucket = collective_seconds(link, "all_reduce", min(bucket_bytes, gradient_bytes), ranks)

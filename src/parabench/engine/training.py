@@ -531,10 +531,10 @@ def measure_cell(
     durations = slowest_per_step(clock.durations)
     phases = gather_objects(clock.phases)
     peaks = per_rank(gather_objects(memory.peaks_mb))
+    parameters = plan.workload.parameter_count(plan.settings)
     full_allreduce = None
     if plan.strategy.data_parallel and plan.copies == 1 and process.world_size > 1:
-        numel = sum(parameter.numel() for _, parameter in trainer.parallel.named_parameters())
-        full_allreduce = allreduce_seconds(numel, process.device)
+        full_allreduce = allreduce_seconds(parameters, process.device)
     if process.is_main:
         record = CellRun(
             unit=data.unit,
@@ -544,7 +544,7 @@ def measure_cell(
             peak_memory_mb=peaks,
             memory_kind=memory_kind(process.device),
             other_cpu_share=others,
-            parameters=plan.workload.parameter_count(plan.settings),
+            parameters=parameters,
             transform_units_per_s=input_rate,
             strategy_details=trainer.parallel.details,
         )

@@ -88,16 +88,13 @@ def strategy_step(
         return sharded_step(compute_s, gradient_bytes, links, devices)
     overlaps = strategy == "ddp" and own_devices
     backward_s = BACKWARD_SHARE * forward_backward_s
-    return data_parallel_step(
-        compute_s,
-        backward_s,
-        gradient_bytes,
-        links.all_reduce,
-        devices,
-        overlaps,
-        DDP_BUCKET_BYTES,
-        links.copy_bytes_per_s,
-    )
+    return data_parallel_step(compute_s, backward_s, gradient_bytes, links, devices, overlaps, DDP_BUCKET_BYTES)
+
+
+def forward_backward_s(cell: dict[str, Any]) -> float:
+    """A cell's forward and backward in its time split (`compute` where nothing communicates), else its whole step."""
+    parts = cell["time_split_s"]
+    return float(parts.get("compute", parts.get("forward_backward", cell["step_time_s"]["median"])))
 
 
 def check(label: str, figures: dict[str, Any], predicted: StepPrediction) -> dict[str, Any]:
@@ -143,9 +140,7 @@ def checked_cells(cells: dict[str, dict[str, Any]], parameters: int, links: Link
             if predicted is None:
                 continue
         else:
-            replica = ceiling["step_time_s"]["median"]
-            parts = ceiling["time_split_s"]
-            forward_backward = parts.get("compute", parts.get("forward_backward", replica))
+            replica, forward_backward = ceiling["step_time_s"]["median"], forward_backward_s(ceiling)
             own_devices = not figures["devices_virtual"]
             devices = figures["devices"]
             predicted = strategy_step(label, replica, forward_backward, parameters, links, devices, own_devices)
@@ -171,9 +166,7 @@ def extended(
 ) -> list[dict[str, Any]]:
     """Each predicted strategy's speedup and efficiency over single at every count of predict.devices, on devices of
     their own, with the share of the step its exposed communication (or bubble) takes and the link it crosses."""
-    single_step = single["step_time_s"]["median"]
-    parts = single["time_split_s"]
-    forward_backward = parts.get("compute", parts.get("forward_backward", single_step))
+    single_step, forward_backward = single["step_time_s"]["median"], forward_backward_s(single)
     virtual = single["devices_virtual"] or probe.get("device") == "cpu"
     rows = []
     for devices in options.devices:
@@ -207,9 +200,7 @@ def bottleneck(
     """ddp at the largest device count: the share of its step left to exposed all-reduce over the link it crosses,
     and what each other link of that kind (within a node or between nodes) would leave."""
     devices = max(options.devices)
-    single_step = single["step_time_s"]["median"]
-    parts = single["time_split_s"]
-    forward_backward = parts.get("compute", parts.get("forward_backward", single_step))
+    single_step, forward_backward = single["step_time_s"]["median"], forward_backward_s(single)
     links, link_text, _ = link_at(devices, options, probe)
     across = devices > options.devices_per_node
     chosen = options.network if across else options.interconnect
