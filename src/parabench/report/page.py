@@ -32,6 +32,7 @@ from parabench.paths import (
 from parabench.records import RunRecord
 from parabench.report.answers import QUESTIONS, answer, noise_sentence, speedup_text
 from parabench.report.epoch_figure import epoch_figure
+from parabench.report.scaling import probe_rows
 from parabench.report.time_split import PART_MEANINGS
 from parabench.runtime.environment import machine_line
 
@@ -193,27 +194,11 @@ def probe_html() -> str:
     probe = read_json(PROBE_FILE)
     if "skipped" in probe:
         return f'<p class="note">Collective probe: {html.escape(probe["skipped"])}.</p>'
-    rows = []
-    for collective, measured in probe["collectives"].items():
-        if measured["status"] != "ran":
-            rows.append(
-                {"collective": collective, "latency": "-", "bandwidth": "-", "busbw at largest": measured["reason"]}
-            )
-            continue
-        largest = measured["points"][-1]
-        rows.append(
-            {
-                "collective": collective,
-                "latency": f"{1e6 * measured['latency_s']:.0f} us",
-                "bandwidth": f"{measured['bandwidth_bytes_per_s'] / 1e9:.3g} GB/s",
-                "busbw at largest": f"{largest['busbw_bytes_per_s'] / 1e9:.3g} GB/s at {largest['bytes']:,} B",
-            }
-        )
     return (
         f'<h2>The links measured here</h2><p class="note">The collectives over {probe["ranks"]} '
         f"{html.escape(probe['backend'])} ranks on {html.escape(probe['device'])}, a latency and bandwidth fitted to "
         "each (alpha-beta); busbw as nccl-tests defines it. The predictions below start from these.</p>"
-        + table_html(rows)
+        + table_html(probe_rows(probe))
     )
 
 

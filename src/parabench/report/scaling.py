@@ -58,6 +58,28 @@ def measured_links(probe: dict[str, Any]) -> Links | None:
     return Links(link("all_reduce"), link("all_gather"), link("reduce_scatter"), copies)
 
 
+def probe_rows(probe: dict[str, Any]) -> list[dict[str, str]]:
+    """The probe as a table: per collective its fitted latency and bandwidth and its bus bandwidth at the largest
+    message, or why the backend could not run it (none where the probe ran on one device)."""
+    rows = []
+    for collective, measured in probe.get("collectives", {}).items():
+        if measured["status"] != "ran":
+            rows.append(
+                {"collective": collective, "latency": "-", "bandwidth": "-", "busbw at largest": measured["reason"]}
+            )
+            continue
+        largest = measured["points"][-1]
+        rows.append(
+            {
+                "collective": collective,
+                "latency": f"{1e6 * measured['latency_s']:.0f} us",
+                "bandwidth": f"{measured['bandwidth_bytes_per_s'] / 1e9:.3g} GB/s",
+                "busbw at largest": f"{largest['busbw_bytes_per_s'] / 1e9:.3g} GB/s at {largest['bytes']:,} B",
+            }
+        )
+    return rows
+
+
 def link_at(devices: int, options: PredictOptions, probe: dict[str, Any]) -> tuple[Links, str, bool]:
     """The links the collectives of `devices` go over, what they are, and whether they are the ones measured here."""
     if devices > options.devices_per_node:

@@ -13,6 +13,7 @@ from parabench.io import read_json
 from parabench.paths import PROBE_FILE, REPORT_FILE, results_file, speedup_metrics_file
 from parabench.report.answers import fastest_sentence
 from parabench.report.benchmark import compact
+from parabench.report.scaling import probe_rows
 from parabench.workloads import WORKLOADS
 
 WIDTH = 120
@@ -152,28 +153,6 @@ def sweep_rows(sweeps: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
-def probe_rows() -> list[dict[str, Any]]:
-    """Per collective the probe timed: its fitted latency and bandwidth, and the bus bandwidth at its largest size."""
-    if not PROBE_FILE.exists():
-        return []
-    probe = read_json(PROBE_FILE)
-    rows = []
-    for collective, measured in probe.get("collectives", {}).items():
-        if measured["status"] != "ran":
-            rows.append({"collective": collective, "latency_us": None, "GB_per_s": None, "busbw_largest": None})
-            continue
-        largest = measured["points"][-1]
-        rows.append(
-            {
-                "collective": collective,
-                "latency_us": 1e6 * measured["latency_s"],
-                "GB_per_s": measured["bandwidth_bytes_per_s"] / 1e9,
-                "busbw_largest": f"{largest['busbw_bytes_per_s'] / 1e9:.3g} GB/s at {largest['bytes']:,} B",
-            }
-        )
-    return rows
-
-
 def check_row(where: str, check: dict[str, Any]) -> dict[str, Any]:
     """One cell's predicted step against its measured one."""
     return {
@@ -251,7 +230,7 @@ def main() -> None:
     print(table(sweep_rows(list(params.sweeps))))
     checks, predicted = prediction_rows(workloads, list(params.sweeps))
     print("\nThe collectives over this node's devices (the probe; a latency and bandwidth fitted to each, alpha-beta):")
-    print(table(probe_rows()))
+    print(table(probe_rows(read_json(PROBE_FILE)) if PROBE_FILE.exists() else []))
     print("\nPredicted against measured at each multi-process cell (one replica's compute and the probe's links; a")
     print("distributed pipeline's stages timed one by one):")
     print(table(checks))
