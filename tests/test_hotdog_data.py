@@ -449,6 +449,10 @@ def test_d2ls_counts_from_the_verified_archive_are_called_d2ls_hotdog() -> None:
         == "d2l's hotdog (2,000 train + 800 test images, 2 classes); official files from https://d2l, sha1-verified"
     )
     assert origin_summary(official) == origin_tag(official) == "d2l's hotdog"
+    assert (
+        origin_tag(_record(kind="local", source="/byo", verified=False))
+        == "folder with d2l's hotdog counts, unverified"
+    )
     sentence = origin_sentence(_record(kind="local", source="/byo", verified=False))
     assert sentence.startswith("an image folder with d2l's hotdog counts (2,000 train + 800 test images, 2 classes)")
     assert sentence.endswith("not verified to be d2l's hotdog.zip; from the local folder /byo (not checksum-verified)")

@@ -53,9 +53,12 @@ class Hotdog(ClassFolderDataset):
         )
 
     def origin_tag(self, provenance: Provenance) -> str:
-        """d2l's hotdog, or a folder in its layout (never a sample of it: other photos), with its image count."""
+        """As `describe` words it: d2l's hotdog; a folder with d2l's counts, unverified; or another folder in its layout
+        (never a sample of it: other photos), with its image count."""
         if provenance.complete and provenance.kind == "official" and provenance.verified:
             return "d2l's hotdog"
+        if provenance.complete:
+            return "folder with d2l's hotdog counts, unverified"
         return f"hotdog-layout folder, {sum(provenance.counts.values()):,} images, NOT d2l's"
 
 
