@@ -174,7 +174,7 @@ def make_plan(
     global_batch, lr = batch_and_lr(params, workload_name, replicas, f"{STRATEGY_KEYS[role]}={strategy.name}")
     strategy.check(setup, global_batch)
     accumulate = 1 if role == "reference" else params.accumulate  # the reference is plain: the knob is measured
-    check_accumulate(accumulate, strategy.name, global_batch // replicas, workload_name)
+    check_accumulate(accumulate, strategy, global_batch // replicas, workload_name)
     plan = RunPlan(
         role=role,
         workload_name=workload_name,
@@ -193,21 +193,21 @@ def make_plan(
     return plan
 
 
-def check_accumulate(accumulate: int, strategy: str, per_replica: int, workload_name: str) -> None:
-    """Gradient accumulation composes with every strategy but the pipeline (its step already cuts the batch into
-    micro-batches, and its schedules own the backward), and must cut each replica's share of the batch evenly."""
+def check_accumulate(accumulate: int, strategy: Strategy, per_replica: int, workload_name: str) -> None:
+    """Gradient accumulation composes with every strategy whose step can be cut into micro-steps
+    (`Strategy.accumulates`), and must cut each replica's share of the batch evenly."""
     if accumulate == 1:
         return
-    if strategy == "pipeline":
+    if not strategy.accumulates:
         raise ConfigError(
-            f"accumulate: {accumulate} does not compose with strategy pipeline: its step already cuts the batch into "
-            f"micro-batches (pipeline.split_size) and its schedule runs their backward; set accumulate: 1"
+            f"accumulate: {accumulate} does not compose with strategy {strategy.name}: its step already cuts the "
+            f"batch into micro-batches (pipeline.split_size) and its schedule runs their backward; set accumulate: 1"
         )
     if per_replica % accumulate:
         divisors = [k for k in range(1, accumulate) if per_replica % k == 0]
         raise ConfigError(
             f"accumulate: {accumulate} does not divide the {per_replica} unit(s) each replica gets of "
-            f"{workload_name}'s batch under strategy {strategy}; set accumulate to a divisor of {per_replica}, "
+            f"{workload_name}'s batch under strategy {strategy.name}; set accumulate to a divisor of {per_replica}, "
             f"e.g. {divisors[-1]}"
         )
 

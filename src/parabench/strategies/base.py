@@ -100,6 +100,7 @@ class Strategy:
     data_parallel: each device holds a replica that computes its share of every global batch (weak scaling
     multiplies the batch by their number; strong scaling needs the batch to divide among them).
     check(setup, global_batch): raise StrategyUnavailable or ConfigError before any heavy work.
+    accumulates: whether its step can be cut into micro-steps for gradient accumulation (params.yaml `accumulate`).
     options: the strategies' params.yaml sections this one reads (`partition`, `pipeline`); they are part of
     its runs' identity, so a run whose strategy ignores them keeps its checkpoint when they change.
     """
@@ -112,6 +113,7 @@ class Strategy:
     data_parallel: bool = False
     check: Callable[[StrategySetup, int], None] = _runs_anywhere
     devices_per_node: Callable[[StrategySetup], int] | None = None
+    accumulates: bool = True
     options: tuple[str, ...] = ()
 
     def processes(self, setup: StrategySetup) -> int:

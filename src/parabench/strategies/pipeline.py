@@ -196,5 +196,6 @@ STRATEGY = Strategy(
     processes_per_node=lambda setup: stages_per_node(setup) if setup.pipeline.engine == "distributed" else 1,
     devices_per_node=stages_per_node,
     check=check,
+    accumulates=False,  # its step already cuts the batch into micro-batches, and its schedule runs their backward
     options=("partition", "pipeline"),
 )
