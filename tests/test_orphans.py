@@ -27,11 +27,19 @@ LAUNCHER = textwrap.dedent("""
 """)
 
 
+def command_line(process: psutil.Process) -> list[str]:
+    """A process's command line; none for one that ended since it was listed (torchrun starts short-lived helpers)."""
+    try:
+        return process.cmdline()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return []
+
+
 def workers_below(parent: psutil.Process) -> list[psutil.Process]:
     return [
         child
         for child in parent.children(recursive=True)
-        if any("parabench.engine.cell_worker" in part for part in child.cmdline())
+        if any("parabench.engine.cell_worker" in part for part in command_line(child))
     ]
 
 
@@ -49,9 +57,9 @@ def test_killing_the_launching_process_ends_every_worker(tmp_path: Path, layout:
         expected = 1 if layout == "plain" else 3  # the plain worker; or torchrun's agent and two ranks
         deadline = time.monotonic() + 120
         while len(job := workers_below(parent)) < expected or (
-            layout == "torchrun" and len([p for p in job if "--nproc-per-node" not in " ".join(p.cmdline())]) < 2
+            layout == "torchrun" and len([p for p in job if "--nproc-per-node" not in " ".join(command_line(p))]) < 2
         ):
-            assert time.monotonic() < deadline, f"the job did not start: {[p.cmdline() for p in job]}"
+            assert time.monotonic() < deadline, f"the job did not start: {[command_line(p) for p in job]}"
             time.sleep(0.2)
         time.sleep(2)  # past the workers' own request to die with their parent (the first thing they do)
         launcher.send_signal(signal.SIGKILL)
@@ -59,7 +67,7 @@ def test_killing_the_launching_process_ends_every_worker(tmp_path: Path, layout:
         _, alive = psutil.wait_procs(job, timeout=GONE_WITHIN_S)
         assert not alive, (
             f"still running {GONE_WITHIN_S} s after their launcher was killed: "
-            f"{[process.cmdline() for process in alive]}"
+            f"{[command_line(process) for process in alive]}"
         )
     finally:
         for process in (
