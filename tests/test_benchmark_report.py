@@ -2,6 +2,7 @@
 
 import pytest
 
+from parabench.config import CellTiming
 from parabench.engine.cells import (
     Cell,
     CellRuns,
@@ -9,6 +10,7 @@ from parabench.engine.cells import (
     benchmark_cells,
     interleaved,
     read_cell_runs,
+    run_length,
     write_cell_runs,
 )
 from parabench.records import CellRun
@@ -212,6 +214,19 @@ def test_rounds_rotate_the_order():
     three = entries()[:3]
     orders = [[entry.cell.label for entry in interleaved(three, r)] for r in range(3)]
     assert orders == [["single", "ddp", "ceiling"], ["ddp", "ceiling", "single"], ["ceiling", "single", "ddp"]]
+
+
+def test_a_run_timed_for_less_than_min_timed_s_makes_the_cell_s_next_runs_longer_in_proportion():
+    """A GPU's 10 ms steps, timed 2 at a time, last 20 ms: 0.25 s takes 13 times the steps, warm-up included; a CPU's
+    steps already long enough keep timing's counts, and the growth stops at 16 times."""
+    timing = CellTiming(
+        rounds=3, max_rounds=3, precision=0.03, warmup_steps=1, timed_steps=2, min_timed_s=0.25, workers="warm"
+    )
+    assert run_length(timing, None) == (1, 2)
+    assert run_length(timing, run([0.010, 0.010], ranks=1)) == (13, 26)
+    assert run_length(timing, run([0.2, 0.3], ranks=1)) == (1, 2)
+    assert run_length(timing, run([0.0001, 0.0001], ranks=1)) == (16, 32)
+    assert run_length(timing.model_copy(update={"min_timed_s": 0.0}), run([0.010, 0.010], ranks=1)) == (1, 2)
 
 
 def test_cell_labels_name_their_overrides():

@@ -119,7 +119,6 @@ def test_not_yaml(write_params, tmp_path):
         load_params(path)
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
 def test_dp_without_cuda_stops_and_suggests_ddp(base_params, write_params):
     base_params["strategy"] = "dp"
     params = load_params(write_params(base_params))

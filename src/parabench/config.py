@@ -76,6 +76,7 @@ class CellTiming(Strict):
     precision: Annotated[float, Field(gt=0, lt=1)]  # e.g. 0.03: the median step known within +-3%
     warmup_steps: Annotated[int, Field(ge=0)]  # steps per run left out of the timing
     timed_steps: Annotated[int, Field(ge=1)]  # timed steps per run
+    min_timed_s: Annotated[float, Field(ge=0)]  # a run timed for less: the cell's next runs take more steps
     workers: WorkerMode  # warm: one job per process layout serves every cell; fresh: new processes
 
     @model_validator(mode="after")

@@ -5,11 +5,15 @@ measured as measured (write_cell_runs); the speedup and sweep_summary stages dra
 (read_cell_runs), so an edit of how results are summarised re-times nothing. A cell that cannot run here
 is planned as skipped, with its reason, before any heavy work. Round r runs the cells rotated by r, a cyclic Latin
 square: over as many rounds as cells, every cell takes every position. After the first `rounds`, a cell whose
-median step is not yet known within `precision` gets another round, up to `max_rounds`. The benchmark times
-`single` twice, as two cells (the A/A control): their ratio is the run's own noise floor.
+median step is not yet known within `precision` gets another round, up to `max_rounds`. A cell whose run was timed
+for less than `min_timed_s` (a GPU's steps of milliseconds) runs proportionally more warm-up and timed steps from then
+on, as timeit's autorange does. The benchmark times `single` twice, as two cells (the A/A control): their ratio is the
+run's own noise floor.
 """
 
 import logging
+import math
+import statistics
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -32,6 +36,7 @@ log = logging.getLogger("parabench.cells")
 CEILING = "ceiling"
 CONTROL = "single_control"  # the A/A control: single timed again, as a cell of its own
 REFERENCE_LINES = ("single", "model_parallel")
+MAX_LENGTHENING = 16  # a run holds its batches in memory: at most 16 times timing's warm-up and timed steps
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,16 @@ def interleaved(runnable: list[CellRuns], round_index: int) -> list[CellRuns]:
     return runnable[shift:] + runnable[:shift]
 
 
+def run_length(timing: CellTiming, previous: CellRun | None) -> tuple[int, int]:
+    """Warm-up and timed steps of a cell's next run: timing's, or, when the cell's last run was timed for less than
+    timing.min_timed_s, both multiplied by what brings the timed part to min_timed_s (at most MAX_LENGTHENING)."""
+    if previous is None:
+        return timing.warmup_steps, timing.timed_steps
+    timed_s = statistics.median(previous.step_durations) * timing.timed_steps
+    factor = min(MAX_LENGTHENING, max(1, math.ceil(timing.min_timed_s / timed_s)))
+    return timing.warmup_steps * factor, timing.timed_steps * factor
+
+
 def precise(entry: CellRuns, precision: float) -> bool:
     """Whether a cell's median step is known within `precision` (its 95% interval's half-width over the median)."""
     median, low, high = median_interval([run.step_durations for run in entry.runs])
@@ -150,8 +165,16 @@ def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTi
                 progress.total = (progress.total or 0) + len(due)
             for entry in due:
                 assert entry.plan is not None
-                log.info("round %d: %s on %s", round_index + 1, entry.cell.label, entry.cell.workload)
-                run = jobs.measure(entry.plan, timing.warmup_steps, timing.timed_steps, apart=entry.cell.control)
+                warmup, steps = run_length(timing, entry.runs[-1] if entry.runs else None)
+                log.info(
+                    "round %d: %s on %s (%d warm-up + %d timed steps)",
+                    round_index + 1,
+                    entry.cell.label,
+                    entry.cell.workload,
+                    warmup,
+                    steps,
+                )
+                run = jobs.measure(entry.plan, warmup, steps, apart=entry.cell.control)
                 entry.runs.append(run)
                 stage.timed_steps_s += sum(run.step_durations)
                 progress.update()
