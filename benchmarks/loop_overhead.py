@@ -32,8 +32,8 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 from torch import nn
+from torch.multiprocessing.spawn import spawn
 from torch.nn import functional as F
 from torch.nn.parallel import DistributedDataParallel
 
@@ -174,7 +174,7 @@ def run_rank(rank: int, world_size: int, plan: RunPlan, warmup: int, timed_steps
     mine = [run_round(plan, process, data, warmup, timed_steps) for _ in range(rounds)]
     every_rank = gather_objects(mine)
     if process.is_main:
-        write_json(out, [asdict(part) for part in slowest(every_rank)])  # type: ignore[arg-type]
+        write_json(out, [asdict(part) for part in slowest(every_rank)])
 
 
 def gloo_rank(
@@ -193,7 +193,8 @@ def free_port() -> int:
     """A TCP port nobody listens on right now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def measure(plan: RunPlan, warmup: int, timed_steps: int, rounds: int) -> list[Round]:
@@ -203,7 +204,7 @@ def measure(plan: RunPlan, warmup: int, timed_steps: int, rounds: int) -> list[R
         if plan.processes == 1:
             run_rank(0, 1, plan, warmup, timed_steps, rounds, out)
         else:
-            mp.spawn(
+            spawn(
                 gloo_rank,
                 args=(plan.processes, free_port(), plan, warmup, timed_steps, rounds, out),
                 nprocs=plan.processes,

@@ -31,7 +31,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from parabench.models.torchvision_resnet50 import resnet50_blocks
-from parabench.report.time_split import pipeline_bound
+from parabench.prediction import pipeline_bound
 from parabench.runtime.environment import machine_identity
 from parabench.strategies.partition import cut
 

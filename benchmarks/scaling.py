@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 import torch.distributed as dist
@@ -42,9 +42,9 @@ from parabench.runtime.process import start, stop
 WORKLOAD = "fashion_mnist"
 
 
-def params_for(batch: int, width: int) -> dict:
+def params_for(batch: int, width: int) -> dict[str, Any]:
     """params.yaml, changed to 1 thread per process on 2 CPU devices, weak scaling at `batch` per process."""
-    params = yaml.safe_load(PARAMS_FILE.read_text())
+    params: dict[str, Any] = yaml.safe_load(PARAMS_FILE.read_text())
     params["hardware"].update(accelerator="cpu", devices=2, threads=1)
     params["scales"][WORKLOAD][params["scale"]].update(batch_size=batch, width=width, scaling="weak")
     return params
@@ -85,7 +85,7 @@ def run_worker(params_path: Path, steps: int, warmup: int, out: Path) -> None:
             for chosen in itertools.islice(shard_batches(data.train_units, batch, 0, 1, seed, epoch=0), warmup + steps)
         ]
         phases = {
-            name: Phase(plan, build_trainer(plan, process, warmup + steps), StepClock(process.device, warmup))
+            name: Phase(plan, build_trainer(plan, process, warmup + steps), StepClock([process.device], warmup))
             for name, plan in plans.items()
             if name != "alone" or process.is_main
         }
@@ -130,7 +130,8 @@ def measure(batch: int, width: int, steps: int, warmup: int) -> dict[str, list[f
             str(out),
         ]
         subprocess.run(command, env={**os.environ, "OMP_NUM_THREADS": "1"}, check=True)
-        return read_json(out)
+        measured: dict[str, list[float]] = read_json(out)
+        return measured
 
 
 def main() -> None:

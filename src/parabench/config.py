@@ -174,11 +174,16 @@ SCALE_FIELDS: dict[str, Any] = {
 }
 Scales = create_model("Scales", __base__=Strict, **SCALE_FIELDS)
 DATASET_NAMES = sorted({workload.dataset for workload in WORKLOADS.values() if workload.dataset is not None})
-DATA_FIELDS: dict[str, Any] = {
-    "timeout_s": (Annotated[float, Field(gt=0)], ...),  # one deadline for all of a download stage's fetches
-    **{name: (DATASETS[name].source_model, ...) for name in DATASET_NAMES},
-}
-DataSources = create_model("DataSources", __base__=Strict, **DATA_FIELDS)
+
+
+class DownloadDeadline(Strict):
+    """params.yaml's `data` beside its datasets' sources: how long a download stage may take."""
+
+    timeout_s: Annotated[float, Field(gt=0)]  # one deadline for all of a download stage's fetches
+
+
+DATA_FIELDS: dict[str, Any] = {name: (DATASETS[name].source_model, ...) for name in DATASET_NAMES}
+DataSources = create_model("DataSources", __base__=DownloadDeadline, **DATA_FIELDS)
 
 
 class Params(Strict):
