@@ -121,6 +121,7 @@ def run_record(strategy: str, step_durations: list[float], devices: int = 1, **f
         "global_batch": 100,
         "lr": 0.1,
         "accumulate": 1,
+        "precision": "32",
         "scale": "quick",
         "unit": "sample",
         "data_origin": "the full Fashion-MNIST",

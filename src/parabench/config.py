@@ -16,7 +16,13 @@ from parabench.params_problems import SettingProblem, explain, non_finite_keys
 from parabench.paths import prepared_dir
 from parabench.runtime.hardware import Hardware
 from parabench.strategies import STRATEGIES
-from parabench.strategies.options import PartitionOptions, PipelineEngine, PipelineOptions, PipelineSchedule
+from parabench.strategies.options import (
+    PartitionOptions,
+    PipelineEngine,
+    PipelineOptions,
+    PipelineSchedule,
+    Precision,
+)
 from parabench.workloads import WORKLOADS, TrainSettings
 
 PARAMS_FILE = Path("params.yaml")
@@ -191,6 +197,7 @@ class Params(Strict):
 
     strategy: Literal[STRATEGY_NAMES]  # type: ignore[valid-type]
     accumulate: Annotated[int, Field(ge=1)] = 1  # micro-steps per optimiser step (gradient accumulation)
+    precision: Precision = "32"  # what the forward computes in (autocast); the reference stays at 32
     reference: Reference
     hardware: Hardware
     partition: PartitionOptions

@@ -43,6 +43,12 @@ class RunIdentity(Record):
     global_batch: int = Field(description="units per optimiser step, over every replica")
     lr: float = Field(description="the learning rate, scaled for the global batch")
     accumulate: int = Field(description="micro-steps per optimiser step (gradient accumulation; 1: none)")
+    precision: str = Field(description="what the forward computes in: 32, bf16-mixed or 16-mixed (autocast)")
+
+    def knobs(self) -> str:
+        """The training knobs set away from their defaults, in words ("" when none)."""
+        words = [f"accumulating {self.accumulate} micro-steps per optimiser step"] if self.accumulate > 1 else []
+        return ", ".join(words + ([f"precision {self.precision}"] if self.precision != "32" else []))
 
 
 class RunRecord(RunIdentity):

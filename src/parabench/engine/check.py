@@ -15,10 +15,22 @@ from parabench.errors import ConfigError
 from parabench.io import write_json
 from parabench.paths import ENVIRONMENT_FILE, ROLES, source_record_file
 from parabench.prediction import unknown_links
-from parabench.runtime.environment import machine_identity
+from parabench.runtime.environment import cpu_flags, cpu_model, machine_identity
 from parabench.runtime.hardware import resolve
 
 log = logging.getLogger("parabench.check")
+NATIVE_FLAGS = {"bf16-mixed": ("avx512_bf16", "amx_bf16"), "16-mixed": ("avx512_fp16", "amx_fp16")}
+
+
+def emulated_precision(precision: str, flags: list[str]) -> str | None:
+    """Why a mixed precision on this CPU measures emulation (no instruction for its dtype among `flags`), or None."""
+    native = NATIVE_FLAGS.get(precision)
+    if native is None or any(flag in flags for flag in native):
+        return None
+    return (
+        f"precision: {precision} on this CPU ({cpu_model()}) has none of {', '.join(native)}: torch emulates the "
+        f"dtype, so the steps will measure that emulation, usually slower than 32 here; the runs go on"
+    )
 
 
 def check_all(params: Params) -> list[str]:
@@ -31,6 +43,9 @@ def check_all(params: Params) -> list[str]:
     if problems:
         raise ConfigError(f"{PARAMS_FILE}: " + "; ".join(problems))
     machine = resolve(params.hardware)
+    emulated = emulated_precision(params.precision, cpu_flags()) if machine.accelerator == "cpu" else None
+    if emulated:
+        log.warning(emulated)
     for workload_name in params.inputs:
         for role in ROLES:
             make_plan(params, workload_name, role, machine=machine)

@@ -106,6 +106,7 @@ class RunPlan(BaseModel):
             global_batch=self.global_batch,
             lr=self.lr,
             accumulate=self.accumulate,
+            precision=self.setup.precision,
         )
 
     @property
@@ -163,6 +164,7 @@ def make_plan(
         blocks=model_blocks(workload_name, settings),
         batch_shape=(settings.batch_size, *workload.unit_shape(settings)),
         documented_cut=workload.documented_cut(settings),
+        precision="32" if role == "reference" else params.precision,  # the reference is plain: the knob is measured
     )
     if params.hardware.devices == "auto" and settings.scaling == "strong":
         run = f"{workload_name}'s {STRATEGY_KEYS[role]}={strategy.name}" + (f" x {copies} copies" if copies > 1 else "")
@@ -175,6 +177,7 @@ def make_plan(
     strategy.check(setup, global_batch)
     accumulate = 1 if role == "reference" else params.accumulate  # the reference is plain: the knob is measured
     check_accumulate(accumulate, strategy, global_batch // replicas, workload_name)
+    check_precision(strategy, setup)
     plan = RunPlan(
         role=role,
         workload_name=workload_name,
@@ -209,6 +212,17 @@ def check_accumulate(accumulate: int, strategy: Strategy, per_replica: int, work
             f"accumulate: {accumulate} does not divide the {per_replica} unit(s) each replica gets of "
             f"{workload_name}'s batch under strategy {strategy.name}; set accumulate to a divisor of {per_replica}, "
             f"e.g. {divisors[-1]}"
+        )
+
+
+def check_precision(strategy: Strategy, setup: StrategySetup) -> None:
+    """fp16's loss scaler skips a step when a gradient overflows: every process must see the same overflow, so it
+    composes only with strategies whose processes each hold whole gradients (`Strategy.whole_gradients`)."""
+    if setup.precision == "16-mixed" and not strategy.whole_gradients(setup):
+        raise ConfigError(
+            f"precision: 16-mixed does not compose with strategy {strategy.name} here: its gradients are split "
+            f"across processes, so one process's overflow would skip the step on it alone; use precision: bf16-mixed "
+            f"(no loss scaling needed)"
         )
 
 

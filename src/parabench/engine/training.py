@@ -104,13 +104,14 @@ def shard_of(plan: RunPlan, parallel: Parallelized, process: Process) -> tuple[i
 
 @dataclass(frozen=True)
 class Trainer:
-    """What one training step needs: the parallelised model, its optimiser, its learning-rate schedule, and how many
-    micro-steps make an optimiser step (gradient accumulation)."""
+    """What one training step needs: the parallelised model, its optimiser, its learning-rate schedule, how many
+    micro-steps make an optimiser step (gradient accumulation), and fp16's loss scaler (precision 16-mixed)."""
 
     parallel: Parallelized
     optimizer: torch.optim.Optimizer
     schedule: torch.optim.lr_scheduler.LRScheduler | None
     accumulate: int = 1
+    scaler: torch.amp.GradScaler | None = None
 
 
 def build_trainer(
@@ -131,7 +132,9 @@ def build_trainer(
     optimizer = workload.optimizer(
         [{"params": group.params, "lr": plan.lr * group.lr_scale} for group in groups], settings
     )
-    return Trainer(parallel, optimizer, workload.lr_schedule(optimizer, settings, steps_per_epoch), plan.accumulate)
+    schedule = workload.lr_schedule(optimizer, settings, steps_per_epoch)
+    scaler = torch.amp.GradScaler(parallel.devices[0].type) if plan.setup.precision == "16-mixed" else None
+    return Trainer(parallel, optimizer, schedule, plan.accumulate, scaler)
 
 
 def optimizer_step(
@@ -147,7 +150,11 @@ def optimizer_step(
     mark("input")
     result = accumulated_step(trainer, batch, data.loss)
     mark("forward_backward")
-    trainer.optimizer.step()
+    if trainer.scaler is None:
+        trainer.optimizer.step()
+    else:  # unscale, and skip the update if a gradient overflowed; then adjust the scale
+        trainer.scaler.step(trainer.optimizer)
+        trainer.scaler.update()
     if trainer.schedule is not None:
         trainer.schedule.step()
     mark("optimizer")
@@ -157,8 +164,22 @@ def optimizer_step(
 def accumulated_step(trainer: Trainer, batch: Batch, loss: LossFn) -> StepResult:
     """Forward and backward through the strategy: on the whole batch, or (gradient accumulation) on each of
     trainer.accumulate equal micro-batches in turn, each loss divided by their number so that the gradients sum to
-    the whole batch's mean, and every backward but the last kept local (the strategy's no_sync). Returns the mean
-    loss and all the outputs, as one step on the whole batch would."""
+    the whole batch's mean, and every backward but the last kept local (the strategy's no_sync); under fp16 each
+    loss scaled before its backward. Returns the mean loss (unscaled) and all the outputs, as one step on the whole
+    batch would."""
+    scaler = trainer.scaler
+    if scaler is None:
+        return micro_steps(trainer, batch, loss)
+
+    def scaled(outputs: Tensor, targets: Tensor) -> Tensor:
+        return scaler.scale(loss(outputs, targets))
+
+    result = micro_steps(trainer, batch, scaled)
+    return result._replace(loss=None if result.loss is None else result.loss / scaler.get_scale())
+
+
+def micro_steps(trainer: Trainer, batch: Batch, loss: LossFn) -> StepResult:
+    """Forward and backward on the whole batch, or on trainer.accumulate micro-batches (accumulated_step)."""
     if trainer.accumulate == 1:
         return trainer.parallel.train_step(batch, loss)
     parts = trainer.accumulate
@@ -342,6 +363,8 @@ def resume(plan: RunPlan, process: Process, data: WorkloadData, checkpoint_path:
         trainer.optimizer.load_state_dict(saved["optimizers"][process.rank])
         if trainer.schedule is not None:
             trainer.schedule.load_state_dict(saved["schedules"][process.rank])
+        if trainer.scaler is not None:
+            trainer.scaler.load_state_dict(saved["scalers"][process.rank])
     clock = StepClock(trainer.parallel.devices, plan.settings.warmup_steps, kept=saved["durations"] if saved else None)
     run = Run(
         plan,
@@ -435,11 +458,12 @@ def epoch_scores(plan: RunPlan, data: WorkloadData, state: dict[str, Tensor], de
 
 
 def save_epoch(run: Run, epoch: int, state: dict[str, Tensor]) -> None:
-    """Print the epoch's row and write the checkpoint (model, every rank's optimiser and schedule, history, step
-    times) on rank 0."""
+    """Print the epoch's row and write the checkpoint (model, every rank's optimiser, schedule and loss scaler,
+    history, step times) on rank 0."""
     trainer = run.trainer
     optimizers = gather_to_main(on_cpu(trainer.optimizer.state_dict()))
     schedules = gather_to_main(on_cpu(trainer.schedule.state_dict() if trainer.schedule is not None else None))
+    scalers = gather_to_main(trainer.scaler.state_dict() if trainer.scaler is not None else None)
     if not run.process.is_main:
         return
     tqdm.write(
@@ -457,6 +481,7 @@ def save_epoch(run: Run, epoch: int, state: dict[str, Tensor]) -> None:
             "model": state,
             "optimizers": optimizers,
             "schedules": schedules,
+            "scalers": scalers,
             "history": run.history,
             "durations": run.clock.durations,
         },

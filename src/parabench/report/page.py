@@ -245,11 +245,6 @@ def prediction_html(workload: str) -> str:
     return "\n".join(parts)
 
 
-def accumulating(run: RunRecord) -> str:
-    """How the run accumulated gradients, when it did."""
-    return f", accumulating {run.accumulate} micro-steps per optimiser step" if run.accumulate > 1 else ""
-
-
 def section(workload: str, every_sweep: dict[str, dict[str, Any]], machine: str) -> str:
     """One seed experiment: question, answer, then the evidence from the pipeline's files (the sweeps among
     `every_sweep`, name -> results, that sweep this workload included)."""
@@ -258,6 +253,7 @@ def section(workload: str, every_sweep: dict[str, dict[str, Any]], machine: str)
     comparison = read_json(results_file("speedup", workload))
     sweeps = {name: sweep for name, sweep in every_sweep.items() if sweep["sweep"]["workload"] == workload}
     runs = {role: RunRecord.model_validate(read_json(results_file(role, workload))) for role in ROLES}
+    trained = ", ".join(filter(None, [runs["train"].strategy, runs["train"].knobs()]))
     parts = [
         f'<section id="{workload}"><h2>Seed {question.seed} · {html.escape(workload)}: '
         f"{html.escape(question.title)}</h2>",
@@ -269,8 +265,7 @@ def section(workload: str, every_sweep: dict[str, dict[str, Any]], machine: str)
         stage_html(benchmark),
         skipped_html(benchmark),
         "<h3>The training run against its reference</h3>",
-        f"<p>{html.escape(runs['train'].strategy)}{accumulating(runs['train'])} against "
-        f"{html.escape(runs['reference'].strategy)}.</p>",
+        f"<p>{html.escape(trained)} against {html.escape(runs['reference'].strategy)}.</p>",
         figure_tag(
             rendered(
                 epoch_figure(

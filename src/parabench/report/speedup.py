@@ -159,6 +159,7 @@ def details(
         "strategy": run.strategy,
         "reference": reference.strategy,
         "accumulate": run.accumulate,
+        "knobs": run.knobs(),
         "speedups": figures,
         "quality": in_words(evaluation.paired.model_dump(), run.strategy, reference.strategy)
         if evaluation.paired is not None

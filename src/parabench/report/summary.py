@@ -45,7 +45,7 @@ def comparison(workloads: list[str]) -> tuple[list[dict[str, Any]], list[str], l
         if not path.exists():
             continue
         figures, more = read_json(path), read_json(results_file("speedup", name))
-        knob = f" (accumulate {more['accumulate']})" if more["accumulate"] > 1 else ""
+        knob = f" ({more['knobs']})" if more["knobs"] else ""
         row = {"workload": name, "run": f"{more['strategy']}{knob}/{more['reference']}"}
         metric = workload.primary_metric
         if metric is not None:

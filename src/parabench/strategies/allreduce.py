@@ -17,6 +17,7 @@ from parabench.strategies.base import (
     TrainStep,
     forward_backward,
 )
+from parabench.strategies.options import Precision
 from parabench.strategies.per_device import replica, replica_per_device
 
 BUCKET_BYTES = 25 * 1024 * 1024  # DDP's default bucket_cap_mb: few large messages beat many small ones
@@ -57,12 +58,12 @@ class GradientAverage:
     """The hand-written all-reduce of a replica's gradients after each backward, unless held back (gradient
     accumulation: the micro-steps before the last keep summing local gradients)."""
 
-    def __init__(self, model: nn.Module, world_size: int):
-        self.model, self.world_size, self.held = model, world_size, False
+    def __init__(self, model: nn.Module, world_size: int, precision: Precision):
+        self.model, self.world_size, self.precision, self.held = model, world_size, precision, False
 
     def step(self) -> TrainStep:
         """Forward and backward on this process's shard, then the gradient average (not while held)."""
-        local_step = forward_backward(self.model)
+        local_step = forward_backward(self.model, self.precision)
 
         def step(batch: Batch, loss_fn: LossFn) -> StepResult:
             result = local_step(batch, loss_fn)
@@ -86,7 +87,7 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
     """Move the model to this process's device and copy rank 0's weights to every replica."""
     model = model.to(process.device)
     broadcast_from_rank0(model)
-    average = GradientAverage(model, process.world_size)
+    average = GradientAverage(model, process.world_size, setup.precision)
     return replica(model, model, process, average.step(), model.state_dict, no_sync=average.held_back)
 
 

@@ -12,7 +12,8 @@ from torch import Tensor, nn
 from parabench.batch import Batch
 from parabench.runtime.hardware import Machine
 from parabench.runtime.process import Process
-from parabench.strategies.options import PartitionOptions, PipelineOptions
+from parabench.strategies.options import PartitionOptions, PipelineOptions, Precision
+from parabench.strategies.precision import autocast
 
 LossFn = Callable[[Tensor, Tensor], Tensor]
 
@@ -30,8 +31,9 @@ TrainStep = Callable[[Batch, LossFn], StepResult]
 
 class StrategySetup(BaseModel):
     """What a strategy may read besides the model: the machine, the strategies' params.yaml sections,
-    how many ordered blocks the model has, the shape of one step's batch (to time blocks on), and where the
-    workload's source document cuts the model, if it does (partition.balance `documented`)."""
+    how many ordered blocks the model has, the shape of one step's batch (to time blocks on), where the
+    workload's source document cuts the model, if it does (partition.balance `documented`), and the precision its
+    forward computes in."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -41,14 +43,17 @@ class StrategySetup(BaseModel):
     blocks: int
     batch_shape: tuple[int, ...]
     documented_cut: tuple[int, ...] | None = None
+    precision: Precision = "32"
 
 
-def forward_backward(module: nn.Module) -> TrainStep:
-    """The usual step: forward the whole input, loss against the targets on the output's device, backward."""
+def forward_backward(module: nn.Module, precision: Precision) -> TrainStep:
+    """The usual step: forward the whole input and the loss against the targets on the output's device (autocast to
+    `precision`), then backward."""
 
     def step(batch: Batch, loss_fn: LossFn) -> StepResult:
-        outputs = module(batch.inputs)
-        loss = loss_fn(outputs, batch.targets.to(outputs.device, non_blocking=True))
+        with autocast(precision, batch.inputs.device):
+            outputs = module(batch.inputs)
+            loss = loss_fn(outputs, batch.targets.to(outputs.device, non_blocking=True))
         loss.backward()
         return StepResult(loss.detach(), outputs.detach())
 
@@ -101,6 +106,8 @@ class Strategy:
     multiplies the batch by their number; strong scaling needs the batch to divide among them).
     check(setup, global_batch): raise StrategyUnavailable or ConfigError before any heavy work.
     accumulates: whether its step can be cut into micro-steps for gradient accumulation (params.yaml `accumulate`).
+    whole_gradients(setup): whether each process holds whole gradients (every replica the same, or one process), so
+    that fp16's loss scaler skips an overflowing step on every process alike (params.yaml `precision: 16-mixed`).
     options: the strategies' params.yaml sections this one reads (`partition`, `pipeline`); they are part of
     its runs' identity, so a run whose strategy ignores them keeps its checkpoint when they change.
     """
@@ -114,6 +121,7 @@ class Strategy:
     check: Callable[[StrategySetup, int], None] = _runs_anywhere
     devices_per_node: Callable[[StrategySetup], int] | None = None
     accumulates: bool = True
+    whole_gradients: Callable[[StrategySetup], bool] = lambda setup: True
     options: tuple[str, ...] = ()
 
     def processes(self, setup: StrategySetup) -> int:

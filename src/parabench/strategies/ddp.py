@@ -13,7 +13,9 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
     model = model.to(process.device)
     device_ids = [process.device.index] if process.device.type == "cuda" else None
     wrapped = DistributedDataParallel(model, device_ids=device_ids)
-    return replica(wrapped, model, process, forward_backward(wrapped), model.state_dict, no_sync=wrapped.no_sync)
+    return replica(
+        wrapped, model, process, forward_backward(wrapped, setup.precision), model.state_dict, no_sync=wrapped.no_sync
+    )
 
 
 STRATEGY = replica_per_device(

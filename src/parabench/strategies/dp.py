@@ -31,7 +31,7 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
         devices=tuple(torch.device("cuda", index) for index in range(devices)),
         shard_index=0,
         shard_count=1,
-        train_step=forward_backward(wrapped),
+        train_step=forward_backward(wrapped, setup.precision),
         full_state_dict=model.state_dict,
         details={"devices": devices},
     )

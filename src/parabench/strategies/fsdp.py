@@ -45,7 +45,9 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
         model,
         model,
         process,
-        forward_backward(model),
+        # Mixed precision by autocast, as the other strategies, not by FSDP2's MixedPrecisionPolicy: the policy casts
+        # BatchNorm's weights but not its running statistics, and torch's CPU batch_norm refuses the mix.
+        forward_backward(model, setup.precision),
         full_state_dict,
         details={"sharded_blocks": len(list(model.children()))},
         no_sync=no_sync,
@@ -57,4 +59,5 @@ STRATEGY = replica_per_device(
     "FullyShardedDataParallel (FSDP2): one process per device, parameters sharded across processes, "
     "gathered per block for compute",
     apply,
+    whole_gradients=False,  # each process keeps its shard of the gradients
 )

@@ -63,7 +63,7 @@ def staged_parallel(staged: StagedModel, setup: StrategySetup, details: dict[str
         devices=tuple(dict.fromkeys(staged.devices)),
         shard_index=0,
         shard_count=1,
-        train_step=forward_backward(staged),
+        train_step=forward_backward(staged, setup.precision),
         full_state_dict=staged.model.state_dict,
         details=details,
     )

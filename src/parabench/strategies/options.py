@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 PipelineEngine = Literal["inprocess", "distributed"]  # one process drives every stage | one process per stage
 PipelineSchedule = Literal["gpipe", "1f1b"]  # the distributed engine's schedule
+Precision = Literal["32", "bf16-mixed", "16-mixed"]  # Lightning's names: fp32, or autocast to bf16 or fp16
 
 
 class PartitionOptions(BaseModel):

@@ -11,9 +11,13 @@ from parabench.strategies.base import Parallelized, Strategy, StrategySetup, Tra
 
 
 def replica_per_device(
-    name: str, summary: str, apply: Callable[[nn.Module, Process, StrategySetup], Parallelized]
+    name: str,
+    summary: str,
+    apply: Callable[[nn.Module, Process, StrategySetup], Parallelized],
+    whole_gradients: bool = True,
 ) -> Strategy:
-    """A data-parallel strategy with one replica process per device (hardware.devices per node)."""
+    """A data-parallel strategy with one replica process per device (hardware.devices per node); `whole_gradients`
+    false where each replica keeps a shard of the gradients."""
     return Strategy(
         name=name,
         summary=summary,
@@ -21,6 +25,7 @@ def replica_per_device(
         distributed=lambda setup: True,
         processes_per_node=lambda setup: setup.machine.devices,
         data_parallel=True,
+        whole_gradients=lambda setup: whole_gradients,
     )
 
 

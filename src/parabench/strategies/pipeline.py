@@ -23,6 +23,7 @@ from parabench.runtime.process import Process
 from parabench.strategies.base import LossFn, Parallelized, StepResult, Strategy, StrategySetup, TrainStep
 from parabench.strategies.model_parallel import StagedModel, stage_cut, staged_parallel
 from parabench.strategies.partition import cut
+from parabench.strategies.precision import AutocastForward
 from parabench.strategies.stage_devices import check_stages, devices_virtual, stage_count, stage_devices
 
 if TYPE_CHECKING:  # torch.distributed.pipelining costs 0.7 s to import: only the distributed engine loads it
@@ -86,7 +87,8 @@ def scheduled_step(stage: "PipelineStage", schedule_name: str, split_size: int, 
         nonlocal schedule
         if schedule is None:
             details["micro_batches"] = len(batch) // split_size
-            schedule = schedule_class(stage, details["micro_batches"], loss_fn=loss_fn)
+            # The last stage's outputs may be autocast ones: the loss in fp32, as under autocast elsewhere.
+            schedule = schedule_class(stage, details["micro_batches"], loss_fn=lambda out, y: loss_fn(out.float(), y))
         stage_inputs = (batch.inputs,) if stage.is_first else ()
         if not stage.is_last:
             schedule.step(*stage_inputs)
@@ -122,7 +124,10 @@ def apply_distributed(model: nn.Sequential, process: Process, setup: StrategySet
     submodule = cut(model, chosen.sizes)[process.rank].to(process.device)  # rank 0's cut: every rank cuts alike
     from torch.distributed.pipelining import PipelineStage
 
-    stage = PipelineStage(submodule, process.rank, stages, process.device)
+    # The schedule runs the stage's forward: autocast it there, so that the backward runs outside.
+    stage = PipelineStage(
+        AutocastForward(submodule, setup.precision, process.device), process.rank, stages, process.device
+    )
     schedule_name, split_size = setup.pipeline.schedule, setup.pipeline.split_size
     details = {
         "engine": "distributed",
@@ -197,5 +202,6 @@ STRATEGY = Strategy(
     devices_per_node=stages_per_node,
     check=check,
     accumulates=False,  # its step already cuts the batch into micro-batches, and its schedule runs their backward
+    whole_gradients=lambda setup: setup.pipeline.engine != "distributed",  # one stage's gradients per process
     options=("partition", "pipeline"),
 )

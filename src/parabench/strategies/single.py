@@ -16,7 +16,7 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
         devices=(process.device,),
         shard_index=0,
         shard_count=1,
-        train_step=forward_backward(model),
+        train_step=forward_backward(model, setup.precision),
         full_state_dict=model.state_dict,
     )
 
