@@ -88,6 +88,23 @@ def write_pipeline_outputs(root: Path) -> None:
             "curves": {
                 "inprocess": {"status": "ran", "best_value": 4, "speedup": 1.1, "speedup_vs_model_parallel": 1.5}
             },
+            "cells": [
+                {
+                    "curve": "inprocess",
+                    "value": 4,
+                    "status": "ran",
+                    "step_time_s": {"median": 0.25},
+                    "peak_memory_mb": {"rank0": 312.0},
+                },
+                {
+                    "curve": "single",
+                    "value": None,
+                    "status": "ran",
+                    "step_time_s": {"median": 0.3},
+                    "peak_memory_mb": {"rank0": 250.0},
+                },
+                {"curve": "model_parallel", "value": None, "status": "skipped"},
+            ],
         },
     )
     (root / sweep_figure_file(SWEEP)).write_bytes((root / benchmark_figure_file("resnet50")).read_bytes())

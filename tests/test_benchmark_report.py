@@ -220,7 +220,7 @@ def test_a_run_timed_for_less_than_min_timed_s_makes_the_cell_s_next_runs_longer
     """A GPU's 10 ms steps, timed 2 at a time, last 20 ms: 0.25 s takes 13 times the steps, warm-up included; a CPU's
     steps already long enough keep timing's counts, and the growth stops at 16 times."""
     timing = CellTiming(
-        rounds=3, max_rounds=3, precision=0.03, warmup_steps=1, timed_steps=2, min_timed_s=0.25, workers="warm"
+        rounds=3, max_rounds=3, median_within=0.03, warmup_steps=1, timed_steps=2, min_timed_s=0.25, workers="warm"
     )
     assert run_length(timing, None) == (1, 2)
     assert run_length(timing, run([0.010, 0.010], ranks=1)) == (13, 26)

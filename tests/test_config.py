@@ -358,3 +358,13 @@ def test_the_prediction_s_links_are_checked_up_front_by_name(base_params, write_
         check_all(load_params(write_params(base_params)))
     base_params["predict"].update(network="infiniband400", interconnect="nvlink4")
     check_all(load_params(write_params(base_params)))
+
+
+@pytest.mark.parametrize("section", ["benchmark", "sweeps"])
+def test_the_cells_old_precision_key_names_its_new_name(base_params, write_params, section):
+    """The cells' `precision` (how closely a median is known) became `median_within` when `precision` became the
+    mixed-precision knob: an experiment that still sets it is told the new name."""
+    timing = base_params["benchmark"] if section == "benchmark" else base_params["sweeps"]["split_size"]
+    timing["precision"] = timing.pop("median_within")
+    with pytest.raises(ConfigError, match=r"precision: renamed median_within"):
+        load_params(write_params(base_params))

@@ -11,7 +11,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SOURCE_ROOTS = ("src/", "stages/", "tests/", "tools/", "benchmarks/", "examples/", "docs/", ".dvc/", ".ci/")
 LINK = re.compile(r"\]\(([^)#\s]+)")
 CODE_PATH = re.compile(r"`([\w./-]+\.(?:py|md|yaml|json|sh))`")
-OVERRIDE = re.compile(r"-S '?~?\+?([A-Za-z_][\w.]*)=")
+OVERRIDE = re.compile(r"-S '?~?(\+?)([A-Za-z_][\w.]*)=")  # '+' adds a key: its parent must exist
 
 
 def params_has(params: dict, dotted: str) -> bool:
@@ -36,7 +36,9 @@ def test_every_page_names_files_links_and_keys_that_exist(page):
     code = [path for path in CODE_PATH.findall(text) if path.startswith(SOURCE_ROOTS) and "<" not in path]
     assert not [path for path in code if not (ROOT / path).exists()], f"{page.name}: names files that do not exist"
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    unknown = [key for key in OVERRIDE.findall(text) if not params_has(params, key)]
+    unknown = [
+        key for added, key in OVERRIDE.findall(text) if not params_has(params, key.rpartition(".")[0] if added else key)
+    ]
     assert not unknown, f"{page.name}: sets params keys params.yaml does not have: {unknown}"
 
 

@@ -23,6 +23,7 @@ def ran(median: float, p25: float, p75: float, details: dict | None = None) -> d
         "status": "ran",
         "unit": "sample",
         "rate": 24 / median,
+        "peak_memory_mb": {"rank0": 100.0, "rank1": 120.0},
         "strategy_details": details or {},
         "step_time_s": {"median": median, "p25": p25, "p75": p75},
     }
@@ -143,7 +144,7 @@ def test_a_sweep_writes_each_curve_and_picks_its_fastest_value(base_params, writ
     write_sweep("toy", sweep, "quick", points, results, StageTime(), machine_identity())
 
     gpipe = pd.read_csv(tmp_path / "plots/sweep/toy/gpipe.csv")
-    assert list(gpipe.columns) == ["value", "median_s", "p25_s", "p75_s", "samples_per_s"]
+    assert list(gpipe.columns) == ["value", "median_s", "p25_s", "p75_s", "samples_per_s", "peak_memory_mb"]
     assert gpipe["value"].tolist() == [1, 4, 12, 24] and gpipe["median_s"].tolist() == [5.0, 1.0, 1.5, 3.0]
     assert pd.read_csv(tmp_path / "plots/sweep/toy/1f1b.csv")["value"].tolist() == [1, 12, 24]
     metrics = json.loads((tmp_path / "metrics/sweep/toy/gpipe.json").read_text())
@@ -202,3 +203,27 @@ def test_a_sweep_that_cannot_run_on_this_hardware_records_why_and_still_writes_i
         "one stage per device and needs at least 2"
     )
     assert (tmp_path / "plots/figures/sweep-toy.png").exists()
+
+
+def test_a_curve_may_name_its_own_strategy_to_sweep_a_knob_across_strategies(base_params, write_params):
+    """The documented precision sweep: one curve per strategy, each cell under its curve's strategy, the value set."""
+    base_params["sweeps"]["precision"] = {
+        **base_params["sweeps"]["split_size"],
+        "workload": "fashion_mnist",
+        "strategy": "ddp",
+        "inputs": "data/prepared/fashion_mnist",
+        "param": "precision",
+        "values": ["32", "bf16-mixed"],
+        "curves": {"ddp": {}, "fsdp": {"strategy": "fsdp"}},
+    }
+    sweep = load_params(write_params(base_params)).sweeps["precision"]
+    cells = [(point.curve, cell.strategy, cell.overrides) for point, cell in sweep_cells(sweep, "quick")][2:]
+    assert cells == [
+        ("ddp", "ddp", (("precision", "32"),)),
+        ("ddp", "ddp", (("precision", "bf16-mixed"),)),
+        ("fsdp", "fsdp", (("precision", "32"),)),
+        ("fsdp", "fsdp", (("precision", "bf16-mixed"),)),
+    ]
+    base_params["sweeps"]["precision"]["curves"]["fsdp"] = {"strategy": "zero3"}
+    with pytest.raises(ConfigError, match=r"curve fsdp: strategy 'zero3' is none of"):
+        load_params(write_params(base_params))

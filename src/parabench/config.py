@@ -74,16 +74,27 @@ WorkerMode = Literal["warm", "fresh"]  # how cells get their processes (CellTimi
 
 class CellTiming(Strict):
     """How cells are timed (the benchmark's and a sweep's): at least `rounds` interleaved rounds of warm-up then timed
-    steps per cell, more (up to `max_rounds`) for a cell whose median step is not yet known within `precision`
+    steps per cell, more (up to `max_rounds`) for a cell whose median step is not yet known within `median_within`
     (the 95% interval's half-width over the median), in warm workers or fresh ones."""
 
     rounds: Annotated[int, Field(ge=1)]  # each round times every cell once, in rotating order
-    max_rounds: Annotated[int, Field(ge=1)]  # rounds a cell may get while its median is less precise than `precision`
-    precision: Annotated[float, Field(gt=0, lt=1)]  # e.g. 0.03: the median step known within +-3%
+    max_rounds: Annotated[int, Field(ge=1)]  # rounds a cell may get while its median is not within `median_within`
+    median_within: Annotated[float, Field(gt=0, lt=1)]  # e.g. 0.03: the median step known within +-3%
     warmup_steps: Annotated[int, Field(ge=0)]  # steps per run left out of the timing
     timed_steps: Annotated[int, Field(ge=1)]  # timed steps per run
     min_timed_s: Annotated[float, Field(ge=0)]  # a run timed for less: the cell's next runs take more steps
     workers: WorkerMode  # warm: one job per process layout serves every cell; fresh: new processes
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, values: object) -> object:
+        if isinstance(values, dict) and "precision" in values:
+            raise SettingProblem(
+                "precision",
+                "renamed median_within (how closely each cell's median step is known, e.g. 0.03), since the "
+                "top-level `precision` is mixed precision; write median_within",
+            )
+        return values
 
     @model_validator(mode="after")
     def _max_not_below_min(self) -> "CellTiming":
@@ -122,8 +133,9 @@ Values = Annotated[list[Any], Field(min_length=1)]
 
 class Sweep(CellTiming):
     """One sweep: a workload under a strategy with one params key set to each value (one list, or a list per
-    scale), once per curve (a curve's own overrides, e.g. another pipeline schedule), on the inputs it names;
-    `single` and `model_parallel` are timed beside it as reference lines."""
+    scale), once per curve (a curve's own overrides, e.g. another pipeline schedule, or `strategy`: the curve's own
+    strategy, to sweep a knob across strategies), on the inputs it names; `single` and `model_parallel` are timed
+    beside it as reference lines."""
 
     workload: Literal[WORKLOAD_NAMES]  # type: ignore[valid-type]
     strategy: Literal[STRATEGY_NAMES]  # type: ignore[valid-type]
@@ -147,10 +159,12 @@ class Sweep(CellTiming):
 
     @field_validator("curves")
     @classmethod
-    def _file_names(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        for name in value:
+    def _file_names_and_strategies(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        for name, overrides in value.items():
             if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
                 raise ValueError(f"curve name {name!r} becomes a file name: use letters, digits, '_', '.', '-'")
+            if overrides.get("strategy", STRATEGY_NAMES[0]) not in STRATEGY_NAMES:
+                raise ValueError(f"curve {name}: strategy {overrides['strategy']!r} is none of {list(STRATEGY_NAMES)}")
         return value
 
     @model_validator(mode="after")

@@ -5,7 +5,7 @@ measured as measured (write_cell_runs); the speedup and sweep_summary stages dra
 (read_cell_runs), so an edit of how results are summarised re-times nothing. A cell that cannot run here
 is planned as skipped, with its reason, before any heavy work. Round r runs the cells rotated by r, a cyclic Latin
 square: over as many rounds as cells, every cell takes every position. After the first `rounds`, a cell whose
-median step is not yet known within `precision` gets another round, up to `max_rounds`. A cell whose run was timed
+median step is not yet known within `median_within` gets another round, up to `max_rounds`. A cell whose run was timed
 for less than `min_timed_s` (a GPU's steps of milliseconds) runs proportionally more warm-up and timed steps from then
 on, as timeit's autorange does. The benchmark times `single` twice, as two cells (the A/A control): their ratio is the
 run's own noise floor.
@@ -112,10 +112,10 @@ def run_length(timing: CellTiming, previous: CellRun | None) -> tuple[int, int]:
     return timing.warmup_steps * factor, timing.timed_steps * factor
 
 
-def precise(entry: CellRuns, precision: float) -> bool:
-    """Whether a cell's median step is known within `precision` (its 95% interval's half-width over the median)."""
+def precise(entry: CellRuns, within: float) -> bool:
+    """Whether a cell's median step is known within `within` (its 95% interval's half-width over the median)."""
     median, low, high = median_interval([run.step_durations for run in entry.runs])
-    return (high - low) / 2 <= precision * median
+    return (high - low) / 2 <= within * median
 
 
 @dataclass
@@ -142,7 +142,7 @@ class StageTime:
 
 def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTime:
     """Time every runnable cell once per round, in rotating order (warm or fresh workers, timing.workers); after
-    timing.rounds, rounds go on for the cells whose median is not yet within timing.precision, up to
+    timing.rounds, rounds go on for the cells whose median is not yet within timing.median_within, up to
     timing.max_rounds. Keeps each run's figures in its CellRuns; returns where the stage's time went."""
     began, stage = time.monotonic(), StageTime()
     runnable = [entry for entry in planned if entry.plan is not None]
@@ -157,7 +157,7 @@ def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTi
             due = [
                 entry
                 for entry in interleaved(runnable, round_index)
-                if round_index < timing.rounds or not precise(entry, timing.precision)
+                if round_index < timing.rounds or not precise(entry, timing.median_within)
             ]
             if not due:
                 break
@@ -262,12 +262,12 @@ class SweepPoint:
 
 
 def sweep_cells(sweep: Sweep, scale: str) -> list[tuple[SweepPoint, Cell]]:
-    """The reference lines first, then every curve's cells in the order of the scale's values."""
+    """The reference lines first, then every curve's cells in the order of the scale's values, each under its
+    curve's `strategy` where it names one, else the sweep's."""
     points = [(SweepPoint(strategy), Cell(sweep.workload, strategy)) for strategy in REFERENCE_LINES]
-    points += [
-        (SweepPoint(curve, value), Cell(sweep.workload, sweep.strategy, tuple(overrides.items())))
-        for curve, value, overrides in sweep.cells(scale)
-    ]
+    for curve, value, overrides in sweep.cells(scale):
+        strategy = overrides.pop("strategy", sweep.strategy)
+        points.append((SweepPoint(curve, value), Cell(sweep.workload, strategy, tuple(overrides.items()))))
     return points
 
 

@@ -106,6 +106,21 @@ def table_html(rows: list[dict[str, Any]]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def sweep_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each cell of a sweep that ran: its curve and value, its median step and its largest rank's peak memory (speed
+    and memory side by side: what a knob such as precision buys)."""
+    return [
+        {
+            "curve": cell["curve"],
+            results["sweep"]["param"]: "" if cell["value"] is None else cell["value"],
+            "median step": f"{cell['step_time_s']['median'] * 1000:.4g} ms",
+            "peak memory": f"{max(cell['peak_memory_mb'].values()):.0f} MB",
+        }
+        for cell in results["cells"]
+        if cell["status"] == "ran"
+    ]
+
+
 def split_text(cell: dict[str, Any]) -> str:
     """A cell's time split as shares of its median step: `compute 71% · communication 18% · ...`."""
     step = cell["step_time_s"]["median"]
@@ -287,7 +302,11 @@ def section(workload: str, every_sweep: dict[str, dict[str, Any]], machine: str)
             "trust the benchmark's interleaved figures over the two runs'.</p>"
         )
     for name in sweeps:
-        parts += [f"<h3>Sweep {html.escape(name)}</h3>", figure_tag(sweep_figure_file(name).read_bytes(), name)]
+        parts += [
+            f"<h3>Sweep {html.escape(name)}</h3>",
+            figure_tag(sweep_figure_file(name).read_bytes(), name),
+            table_html(sweep_rows(sweeps[name])),
+        ]
     parts.append(prediction_html(workload))
     parts += ["<h3>Data</h3>", f"<p>{html.escape(comparison['data_origin'])}</p>", "</section>"]
     return "\n".join(part for part in parts if part)
