@@ -122,6 +122,7 @@ def run_record(strategy: str, step_durations: list[float], devices: int = 1, **f
         "lr": 0.1,
         "accumulate": 1,
         "precision": "32",
+        "activation_checkpointing": "none",
         "scale": "quick",
         "unit": "sample",
         "data_origin": "the full Fashion-MNIST",

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from parabench.data.registry import DATASETS
 from parabench.data.source import DataSource
 from parabench.errors import ConfigError
+from parabench.models.checkpointing import Checkpointing
 from parabench.params_problems import SettingProblem, explain, non_finite_keys
 from parabench.paths import prepared_dir
 from parabench.runtime.hardware import Hardware
@@ -212,6 +213,7 @@ class Params(Strict):
     strategy: Literal[STRATEGY_NAMES]  # type: ignore[valid-type]
     accumulate: Annotated[int, Field(ge=1)] = 1  # micro-steps per optimiser step (gradient accumulation)
     precision: Precision = "32"  # what the forward computes in (autocast); the reference stays at 32
+    activation_checkpointing: Checkpointing = "none"  # blocks: each block's forward recomputed in backward
     reference: Reference
     hardware: Hardware
     partition: PartitionOptions

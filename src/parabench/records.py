@@ -44,11 +44,14 @@ class RunIdentity(Record):
     lr: float = Field(description="the learning rate, scaled for the global batch")
     accumulate: int = Field(description="micro-steps per optimiser step (gradient accumulation; 1: none)")
     precision: str = Field(description="what the forward computes in: 32, bf16-mixed or 16-mixed (autocast)")
+    activation_checkpointing: str = Field(description="none, or blocks: each block's forward run again in backward")
 
     def knobs(self) -> str:
         """The training knobs set away from their defaults, in words ("" when none)."""
         words = [f"accumulating {self.accumulate} micro-steps per optimiser step"] if self.accumulate > 1 else []
-        return ", ".join(words + ([f"precision {self.precision}"] if self.precision != "32" else []))
+        words += [f"precision {self.precision}"] if self.precision != "32" else []
+        words += ["activation checkpointing of every block"] if self.activation_checkpointing != "none" else []
+        return ", ".join(words)
 
 
 class RunRecord(RunIdentity):

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, SerializeAsAny, ValidationInfo, fiel
 from parabench.config import PARAMS_FILE, Params
 from parabench.errors import ConfigError, StrategyUnavailable
 from parabench.io import tree_digest, write_atomic
+from parabench.models.checkpointing import Checkpointing
 from parabench.paths import prepared_dir
 from parabench.records import RunIdentity
 from parabench.runtime.hardware import Machine, resolve
@@ -47,6 +48,7 @@ class RunPlan(BaseModel):
     global_batch: int
     lr: float
     accumulate: int = 1  # micro-steps per optimiser step
+    activation_checkpointing: Checkpointing = "none"  # blocks: recompute each block's forward in backward
     copies: int = 1
 
     @field_validator("settings", mode="before")
@@ -107,6 +109,7 @@ class RunPlan(BaseModel):
             lr=self.lr,
             accumulate=self.accumulate,
             precision=self.setup.precision,
+            activation_checkpointing=self.activation_checkpointing,
         )
 
     @property
@@ -190,6 +193,7 @@ def make_plan(
         global_batch=global_batch,
         lr=lr,
         accumulate=accumulate,
+        activation_checkpointing="none" if role == "reference" else params.activation_checkpointing,
         copies=copies,
     )
     _check_processes_fit(plan, params.hardware.oversubscribe)

@@ -27,6 +27,7 @@ from parabench.engine.plan import RunPlan
 from parabench.engine.timing import StepClock
 from parabench.errors import ConfigError, RunStopped
 from parabench.io import write_json
+from parabench.models.checkpointing import checkpoint_blocks
 from parabench.records import CellRun
 from parabench.runtime import load
 from parabench.runtime.collectives import broadcast_object, gather_objects, gather_to_main, on_cpu, slowest_per_step
@@ -127,6 +128,8 @@ def build_trainer(
         workload.initialize(model, settings)
     else:
         model = workload.model_holding(settings, model_state)
+    if plan.activation_checkpointing == "blocks":
+        checkpoint_blocks(model)
     parallel = plan.strategy.apply(model, process, plan.setup)
     groups = workload.param_groups(parallel.named_parameters(), settings)
     optimizer = workload.optimizer(
