@@ -95,6 +95,7 @@ def write_pipeline_outputs(root: Path) -> None:
                     "status": "ran",
                     "step_time_s": {"median": 0.25},
                     "peak_memory_mb": {"rank0": 312.0},
+                    "saved_for_backward_mb": {"rank0": 4.5},
                 },
                 {
                     "curve": "single",
@@ -102,6 +103,7 @@ def write_pipeline_outputs(root: Path) -> None:
                     "status": "ran",
                     "step_time_s": {"median": 0.3},
                     "peak_memory_mb": {"rank0": 250.0},
+                    "saved_for_backward_mb": {"rank0": 9.0},
                 },
                 {"curve": "model_parallel", "value": None, "status": "skipped"},
             ],

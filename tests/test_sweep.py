@@ -24,6 +24,7 @@ def ran(median: float, p25: float, p75: float, details: dict | None = None) -> d
         "unit": "sample",
         "rate": 24 / median,
         "peak_memory_mb": {"rank0": 100.0, "rank1": 120.0},
+        "saved_for_backward_mb": {"rank0": 5.0, "rank1": 5.0},
         "strategy_details": details or {},
         "step_time_s": {"median": median, "p25": p25, "p75": p75},
     }
@@ -144,7 +145,15 @@ def test_a_sweep_writes_each_curve_and_picks_its_fastest_value(base_params, writ
     write_sweep("toy", sweep, "quick", points, results, StageTime(), machine_identity())
 
     gpipe = pd.read_csv(tmp_path / "plots/sweep/toy/gpipe.csv")
-    assert list(gpipe.columns) == ["value", "median_s", "p25_s", "p75_s", "samples_per_s", "peak_memory_mb"]
+    assert list(gpipe.columns) == [
+        "value",
+        "median_s",
+        "p25_s",
+        "p75_s",
+        "samples_per_s",
+        "peak_memory_mb",
+        "saved_for_backward_mb",
+    ]
     assert gpipe["value"].tolist() == [1, 4, 12, 24] and gpipe["median_s"].tolist() == [5.0, 1.0, 1.5, 3.0]
     assert pd.read_csv(tmp_path / "plots/sweep/toy/1f1b.csv")["value"].tolist() == [1, 12, 24]
     metrics = json.loads((tmp_path / "metrics/sweep/toy/gpipe.json").read_text())

@@ -101,6 +101,9 @@ class CellRun(Record):
     )
     peak_memory_mb: dict[str, float] = Field(description="peak memory of the timed steps, per rank and device")
     memory_kind: str = Field(description="what peak_memory_mb counts: CUDA allocations or the process's RSS")
+    saved_for_backward_mb: dict[str, float] = Field(
+        description="per rank, what autograd kept for backward in one more step (activations), in MiB"
+    )
     other_cpu_share: float | None = Field(description="the share of the machine's CPU other programs took meanwhile")
     parameters: int = Field(description="the plain model's trained parameters (its gradients are as many)")
     transform_units_per_s: float | None = Field(

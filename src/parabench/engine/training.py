@@ -31,7 +31,7 @@ from parabench.models.checkpointing import checkpoint_blocks
 from parabench.records import CellRun
 from parabench.runtime import load
 from parabench.runtime.collectives import broadcast_object, gather_objects, gather_to_main, on_cpu, slowest_per_step
-from parabench.runtime.memory import StepMemory, memory_kind, per_rank
+from parabench.runtime.memory import SavedForBackward, StepMemory, memory_kind, per_rank
 from parabench.runtime.process import Process
 from parabench.runtime.torchrun import PROGRESS_ENV
 from parabench.strategies.base import LossFn, Parallelized, StepResult
@@ -556,6 +556,9 @@ def measure_cell(
     )
     memory.read()
     others = load.job_other_cpu_share(started, load.mark())
+    with SavedForBackward() as saved:  # one more step, off the clock: what its forward kept for backward
+        optimizer_step(trainer, data, batches[-1])
+    kept = per_rank(gather_objects({str(process.device): saved.mb}))
     durations = slowest_per_step(clock.durations)
     phases = gather_objects(clock.phases)
     peaks = per_rank(gather_objects(memory.peaks_mb))
@@ -571,6 +574,7 @@ def measure_cell(
             gradient_allreduce_s=full_allreduce,
             peak_memory_mb=peaks,
             memory_kind=memory_kind(process.device),
+            saved_for_backward_mb=kept,
             other_cpu_share=others,
             parameters=parameters,
             transform_units_per_s=input_rate,

@@ -54,6 +54,7 @@ def cell_result(entry: CellRuns) -> dict[str, Any]:
             key: max(run.peak_memory_mb[key] for run in entry.runs) for key in entry.runs[-1].peak_memory_mb
         },
         "memory_kind": entry.runs[-1].memory_kind,
+        "saved_for_backward_mb": entry.runs[-1].saved_for_backward_mb,
         "parameters": entry.runs[-1].parameters,
         "strategy_details": entry.runs[-1].strategy_details,
         "environment": {

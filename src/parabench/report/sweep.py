@@ -27,9 +27,9 @@ TABLE_COLUMNS = ["value", "median_s", "p25_s", "p75_s"]
 
 
 def curve_tables(points: list[SweepPoint], results: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
-    """curve -> one row per value that ran: value, median_s, p25_s, p75_s (per step), units per second and the peak
-    memory of its largest rank (what a knob such as precision or sharding saves); a curve none of whose values could
-    run here has a table with no rows."""
+    """curve -> one row per value that ran: value, median_s, p25_s, p75_s (per step), units per second, and its
+    largest rank's peak memory and activations kept for backward (what a knob such as checkpointing saves); a curve
+    none of whose values could run here has a table with no rows."""
     rows: dict[str, list[dict[str, Any]]] = {point.curve: [] for point in points if point.value is not None}
     for point, figures in zip(points, results, strict=True):
         if point.value is None or figures["status"] != "ran":
@@ -43,6 +43,7 @@ def curve_tables(points: list[SweepPoint], results: list[dict[str, Any]]) -> dic
                 "p75_s": steps["p75"],
                 f"{figures['unit']}s_per_s": figures["rate"],
                 "peak_memory_mb": max(figures["peak_memory_mb"].values()),
+                "saved_for_backward_mb": max(figures["saved_for_backward_mb"].values()),
             }
         )
     return {

@@ -6,6 +6,7 @@ process's whole life counts, and memory_kind says so)."""
 import resource
 from collections.abc import Sequence
 from pathlib import Path
+from types import TracebackType
 
 import torch
 
@@ -75,6 +76,34 @@ class StepMemory:
         """Keep each device's peak since the last reset, where it beats the passes before."""
         for device in self.devices:
             self.peaks_mb[str(device)] = max(self.peaks_mb.get(str(device), 0.0), peak_memory_mb(device))
+
+
+class SavedForBackward:
+    """Within it, the bytes autograd keeps for backward: every tensor a forward saves, counted as it is packed. The
+    activation memory that checkpointing and lower precision shrink, counted alike on a CPU, where the process's
+    peak RSS holds its data and libraries too, and on a GPU."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda tensor: tensor)
+
+    def _pack(self, tensor: torch.Tensor) -> torch.Tensor:
+        self.bytes += tensor.numel() * tensor.element_size()
+        return tensor
+
+    def __enter__(self) -> "SavedForBackward":
+        self._hooks.__enter__()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self._hooks.__exit__(kind, error, trace)
+
+    @property
+    def mb(self) -> float:
+        """The bytes counted, in MiB."""
+        return self.bytes / 2**20
 
 
 def per_rank(peaks: list[dict[str, float]]) -> dict[str, float]:
