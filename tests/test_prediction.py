@@ -68,6 +68,9 @@ def test_fsdp_gathers_the_parameters_twice_and_scatters_the_gradients():
     gather = collective_seconds(LINK, "all_gather", 1e9, 4)
     scatter = collective_seconds(slow, "reduce_scatter", 1e9, 4)
     assert step.exposed_communication_s == pytest.approx(2 * gather + scatter), "each collective over its own fit"
+    kept = sharded_step(1.0, 1e9, Links(LINK, LINK, slow, copy_bytes_per_s=1e9), 4, gathers_per_step=1)
+    assert kept.exposed_communication_s == pytest.approx(gather + scatter), "grad_op gathers once a step"
+    assert kept.compute_s == pytest.approx(1.0 + 2 * 1.25 * 1.0), "one gather's copies and the scatter's"
 
 
 def test_an_unknown_link_is_named_with_the_choices():

@@ -18,6 +18,7 @@ from parabench.paths import prepared_dir
 from parabench.runtime.hardware import Hardware
 from parabench.strategies import STRATEGIES
 from parabench.strategies.options import (
+    FsdpOptions,
     PartitionOptions,
     PipelineEngine,
     PipelineOptions,
@@ -218,6 +219,7 @@ class Params(Strict):
     hardware: Hardware
     partition: PartitionOptions
     pipeline: PipelineParams
+    fsdp: FsdpOptions = FsdpOptions()
     benchmark: BenchmarkOptions
     predict: PredictOptions
     scale: str

@@ -182,14 +182,17 @@ def data_parallel_step(
     return StepPrediction(compute_s, max(last_bucket, everything - backward_s))
 
 
-def sharded_step(compute_s: float, parameter_bytes: float, links: Links, ranks: int) -> StepPrediction:
-    """fsdp (full sharding, resharded after forward): every parameter all-gathered for forward and again for backward,
-    every gradient reduce-scattered, none of it hidden (an upper bound where prefetching overlaps it); and the copies
-    around them, at the links' copy bandwidth: each all-gather copies the local shard in and the whole parameters
-    out, the reduce-scatter the whole gradients in and the shard out (3 + 3/n times the parameters' bytes)."""
-    gathers = 2 * collective_seconds(links.all_gather, "all_gather", parameter_bytes, ranks)
+def sharded_step(
+    compute_s: float, parameter_bytes: float, links: Links, ranks: int, gathers_per_step: int = 2
+) -> StepPrediction:
+    """fsdp: every parameter all-gathered for forward and (full sharding, resharded after forward) again for backward
+    (`gathers_per_step` 2; grad_op keeps them gathered: 1), every gradient reduce-scattered, none of it hidden (an
+    upper bound where prefetching overlaps it); and the copies around them, at the links' copy bandwidth: each
+    all-gather copies the local shard in and the whole parameters out, the reduce-scatter the whole gradients in and
+    the shard out ((gathers + 1) x (1 + 1/n) times the parameters' bytes: 3 + 3/n for full sharding)."""
+    gathers = gathers_per_step * collective_seconds(links.all_gather, "all_gather", parameter_bytes, ranks)
     scatter = collective_seconds(links.reduce_scatter, "reduce_scatter", parameter_bytes, ranks)
-    copies = (3 + 3 / ranks) * parameter_bytes / links.copy_bytes_per_s
+    copies = (gathers_per_step + 1) * (1 + 1 / ranks) * parameter_bytes / links.copy_bytes_per_s
     return StepPrediction(compute_s + copies, gathers + scatter)
 
 

@@ -164,6 +164,7 @@ def make_plan(
         machine=machine,
         partition=params.partition,
         pipeline=params.pipeline.for_workload(workload_name),
+        fsdp=params.fsdp,
         blocks=model_blocks(workload_name, settings),
         batch_shape=(settings.batch_size, *workload.unit_shape(settings)),
         documented_cut=workload.documented_cut(settings),

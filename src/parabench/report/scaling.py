@@ -103,12 +103,14 @@ def strategy_step(
     links: Links,
     devices: int,
     own_devices: bool,
+    sharding: str = "full",
 ) -> StepPrediction:
-    """The predicted step of a data-parallel or sharded strategy over `devices` replicas computing `compute_s` each."""
+    """The predicted step of a data-parallel or sharded strategy over `devices` replicas computing `compute_s` each;
+    fsdp by its `sharding` (none: all-reduced block by block as ddp's buckets; hybrid as full, within a node)."""
     gradient_bytes = parameters * GRADIENT_BYTES_PER_PARAMETER
-    if strategy == "fsdp":
-        return sharded_step(compute_s, gradient_bytes, links, devices)
-    overlaps = strategy == "ddp" and own_devices
+    if strategy == "fsdp" and sharding != "none":
+        return sharded_step(compute_s, gradient_bytes, links, devices, 1 if sharding == "grad_op" else 2)
+    overlaps = strategy in ("ddp", "fsdp") and own_devices
     backward_s = BACKWARD_SHARE * forward_backward_s
     return data_parallel_step(compute_s, backward_s, gradient_bytes, links, devices, overlaps, DDP_BUCKET_BYTES)
 
@@ -165,7 +167,10 @@ def checked_cells(cells: dict[str, dict[str, Any]], parameters: int, links: Link
             replica, forward_backward = ceiling["step_time_s"]["median"], forward_backward_s(ceiling)
             own_devices = not figures["devices_virtual"]
             devices = figures["devices"]
-            predicted = strategy_step(label, replica, forward_backward, parameters, links, devices, own_devices)
+            sharding = figures["strategy_details"].get("sharding", "full")
+            predicted = strategy_step(
+                label, replica, forward_backward, parameters, links, devices, own_devices, sharding
+            )
         checks.append(check(label, figures, predicted))
     return checks
 

@@ -12,7 +12,7 @@ from torch import Tensor, nn
 from parabench.batch import Batch
 from parabench.runtime.hardware import Machine
 from parabench.runtime.process import Process
-from parabench.strategies.options import PartitionOptions, PipelineOptions, Precision
+from parabench.strategies.options import FsdpOptions, PartitionOptions, PipelineOptions, Precision
 from parabench.strategies.precision import autocast
 
 LossFn = Callable[[Tensor, Tensor], Tensor]
@@ -40,6 +40,7 @@ class StrategySetup(BaseModel):
     machine: Machine
     partition: PartitionOptions
     pipeline: PipelineOptions
+    fsdp: FsdpOptions = FsdpOptions()
     blocks: int
     batch_shape: tuple[int, ...]
     documented_cut: tuple[int, ...] | None = None
@@ -108,7 +109,7 @@ class Strategy:
     accumulates: whether its step can be cut into micro-steps for gradient accumulation (params.yaml `accumulate`).
     whole_gradients(setup): whether each process holds whole gradients (every replica the same, or one process), so
     that fp16's loss scaler skips an overflowing step on every process alike (params.yaml `precision: 16-mixed`).
-    options: the strategies' params.yaml sections this one reads (`partition`, `pipeline`); they are part of
+    options: the strategies' params.yaml sections this one reads (`partition`, `pipeline`, `fsdp`); they are part of
     its runs' identity, so a run whose strategy ignores them keeps its checkpoint when they change.
     """
 

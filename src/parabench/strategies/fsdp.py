@@ -12,6 +12,16 @@ from parabench.strategies.base import Parallelized, StrategySetup, forward_backw
 from parabench.strategies.per_device import replica, replica_per_device
 
 
+def mesh_shape(sharding: str, world_size: int, nodes: int) -> tuple[int, ...]:
+    """The device mesh of a sharding mode: one dimension sharded over every rank (full, grad_op), or (replicate,
+    shard) for HSDP: shards of 1, every rank a replica (none), or shards within a node, replicas across (hybrid)."""
+    if sharding == "none":
+        return (world_size, 1)
+    if sharding == "hybrid":
+        return (nodes, world_size // nodes)
+    return (world_size,)
+
+
 def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Parallelized:
     """Shard each top-level block, then the root; gradients are reduce-scattered and averaged in backward."""
     # Imported here: torch.distributed.checkpoint costs 0.6 s at the start of every process that imports it.
@@ -22,10 +32,14 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
     model = model.to(process.device)
     # fully_shard keeps each rank's slice of its *own* weights: make them rank 0's first, as DDP would.
     broadcast_from_rank0(model)
-    mesh = init_device_mesh(process.device.type, (process.world_size,))
+    sharding = setup.fsdp.sharding
+    shape = mesh_shape(sharding, process.world_size, setup.machine.nodes)
+    names = ("replicate", "shard") if len(shape) == 2 else None  # FSDP2 reads a 2-D mesh as HSDP by these names
+    mesh = init_device_mesh(process.device.type, shape, mesh_dim_names=names)
+    reshard = sharding != "grad_op"  # grad_op keeps each block's weights gathered from its forward to its backward
     for block in model.children():
-        fully_shard(block, mesh=mesh)
-    root = fully_shard(model, mesh=mesh)
+        fully_shard(block, mesh=mesh, reshard_after_forward=reshard)
+    root = fully_shard(model, mesh=mesh, reshard_after_forward=reshard)
 
     def full_state_dict() -> dict[str, Tensor]:
         """Gather the unsharded weights (a collective) onto rank 0's CPU, under the plain model's keys."""
@@ -49,7 +63,7 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
         # BatchNorm's weights but not its running statistics, and torch's CPU batch_norm refuses the mix.
         forward_backward(model, setup.precision),
         full_state_dict,
-        details={"sharded_blocks": len(list(model.children()))},
+        details={"sharded_blocks": len(list(model.children())), "sharding": sharding},
         no_sync=no_sync,
     )
 
@@ -60,4 +74,5 @@ STRATEGY = replica_per_device(
     "gathered per block for compute",
     apply,
     whole_gradients=False,  # each process keeps its shard of the gradients
+    options=("fsdp",),
 )

@@ -9,6 +9,16 @@ PipelineSchedule = Literal["gpipe", "1f1b"]  # the distributed engine's schedule
 Precision = Literal["32", "bf16-mixed", "16-mixed"]  # Lightning's names: fp32, or autocast to bf16 or fp16
 
 
+class FsdpOptions(BaseModel):
+    """fsdp: how its parameters are sharded. full (ZeRO-3: resharded after forward, gathered again for backward),
+    grad_op (ZeRO-2: kept whole from forward to backward), none (every rank a whole replica, gradients all-reduced:
+    DDP-like), hybrid (sharded within a node, replicated across nodes: FSDP2's HSDP over a 2-D mesh)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sharding: Literal["full", "grad_op", "none", "hybrid"] = "full"
+
+
 class PartitionOptions(BaseModel):
     """model_parallel and pipeline: into how many stages the model's ordered blocks are cut (one device each), and
     where."""
