@@ -123,6 +123,7 @@ def run_record(strategy: str, step_durations: list[float], devices: int = 1, **f
         "accumulate": 1,
         "precision": "32",
         "activation_checkpointing": "none",
+        "compile": False,
         "scale": "quick",
         "unit": "sample",
         "data_origin": "the full Fashion-MNIST",

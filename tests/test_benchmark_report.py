@@ -32,6 +32,7 @@ def run(step_seconds: list[float], ranks: int, other: float = 0.0, allreduce_s: 
         gradient_allreduce_s=allreduce_s,
         peak_memory_mb={f"rank{r}": 100.0 + r for r in range(ranks)},
         saved_for_backward_mb={f"rank{r}": 10.0 for r in range(ranks)},
+        warmup_step_durations=[2 * step_seconds[0]],
         memory_kind="cpu_max_rss",
         other_cpu_share=other,
         strategy_details={},

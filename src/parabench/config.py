@@ -215,6 +215,7 @@ class Params(Strict):
     accumulate: Annotated[int, Field(ge=1)] = 1  # micro-steps per optimiser step (gradient accumulation)
     precision: Precision = "32"  # what the forward computes in (autocast); the reference stays at 32
     activation_checkpointing: Checkpointing = "none"  # blocks: each block's forward recomputed in backward
+    compile: bool = False  # torch.compile each of the model's blocks
     reference: Reference
     hardware: Hardware
     partition: PartitionOptions

@@ -45,12 +45,14 @@ class RunIdentity(Record):
     accumulate: int = Field(description="micro-steps per optimiser step (gradient accumulation; 1: none)")
     precision: str = Field(description="what the forward computes in: 32, bf16-mixed or 16-mixed (autocast)")
     activation_checkpointing: str = Field(description="none, or blocks: each block's forward run again in backward")
+    compile: bool = Field(description="whether each of the model's blocks ran torch.compile'd")
 
     def knobs(self) -> str:
         """The training knobs set away from their defaults, in words ("" when none)."""
         words = [f"accumulating {self.accumulate} micro-steps per optimiser step"] if self.accumulate > 1 else []
         words += [f"precision {self.precision}"] if self.precision != "32" else []
         words += ["activation checkpointing of every block"] if self.activation_checkpointing != "none" else []
+        words += ["compiled"] if self.compile else []
         return ", ".join(words)
 
 
@@ -101,6 +103,9 @@ class CellRun(Record):
     )
     peak_memory_mb: dict[str, float] = Field(description="peak memory of the timed steps, per rank and device")
     memory_kind: str = Field(description="what peak_memory_mb counts: CUDA allocations or the process's RSS")
+    warmup_step_durations: list[float] = Field(
+        description="rank 0's warm-up steps, left out of the timing (a compiled model's first holds its compilation)"
+    )
     saved_for_backward_mb: dict[str, float] = Field(
         description="per rank, what autograd kept for backward in one more step (activations), in MiB"
     )

@@ -4,7 +4,9 @@ The launcher makes the plan once and hands it to every worker as JSON; a worker 
 """
 
 import functools
+import importlib.util
 import logging
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -49,6 +51,7 @@ class RunPlan(BaseModel):
     lr: float
     accumulate: int = 1  # micro-steps per optimiser step
     activation_checkpointing: Checkpointing = "none"  # blocks: recompute each block's forward in backward
+    compile: bool = False  # torch.compile each block
     copies: int = 1
 
     @field_validator("settings", mode="before")
@@ -110,6 +113,7 @@ class RunPlan(BaseModel):
             accumulate=self.accumulate,
             precision=self.setup.precision,
             activation_checkpointing=self.activation_checkpointing,
+            compile=self.compile,
         )
 
     @property
@@ -182,6 +186,8 @@ def make_plan(
     accumulate = 1 if role == "reference" else params.accumulate  # the reference is plain: the knob is measured
     check_accumulate(accumulate, strategy, global_batch // replicas, workload_name)
     check_precision(strategy, setup)
+    if role != "reference" and params.compile:
+        check_compile(strategy, machine)
     plan = RunPlan(
         role=role,
         workload_name=workload_name,
@@ -195,6 +201,7 @@ def make_plan(
         lr=lr,
         accumulate=accumulate,
         activation_checkpointing="none" if role == "reference" else params.activation_checkpointing,
+        compile=role != "reference" and params.compile,
         copies=copies,
     )
     _check_processes_fit(plan, params.hardware.oversubscribe)
@@ -217,6 +224,26 @@ def check_accumulate(accumulate: int, strategy: Strategy, per_replica: int, work
             f"accumulate: {accumulate} does not divide the {per_replica} unit(s) each replica gets of "
             f"{workload_name}'s batch under strategy {strategy.name}; set accumulate to a divisor of {per_replica}, "
             f"e.g. {divisors[-1]}"
+        )
+
+
+def check_compile(strategy: Strategy, machine: Machine) -> None:
+    """torch.compile needs its backend's compiler here (a C++ compiler on the CPU, Triton on CUDA), and refuses dp:
+    DataParallel copies the module to every GPU at each forward, which compiled modules do not survive."""
+    if strategy.name == "dp":
+        raise ConfigError(
+            "compile: true does not compose with strategy dp: DataParallel replicates the module at every forward, "
+            "which torch.compile does not support; use ddp, or set compile: false"
+        )
+    if machine.accelerator == "cpu" and not any(shutil.which(name) for name in ("g++", "c++", "clang++")):
+        raise ConfigError(
+            "compile: true needs a C++ compiler for torch.compile's CPU backend (inductor), and none of g++, c++, "
+            "clang++ is on PATH: install one (e.g. apt install g++), or set compile: false"
+        )
+    if machine.accelerator == "cuda" and importlib.util.find_spec("triton") is None:
+        raise ConfigError(
+            "compile: true needs Triton for torch.compile's CUDA backend, and this Python has none: install the "
+            "triton that matches your torch, or set compile: false"
         )
 
 

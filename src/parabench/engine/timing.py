@@ -28,6 +28,7 @@ class StepClock:
         self.devices = tuple(devices)
         self.warmup_left = warmup_steps
         self.durations: list[float] = list(kept or [])
+        self.warmup_durations: list[float] = []  # this process's warm-up steps, kept apart
         self.times_phases = phases
         self.phases: list[dict[str, float]] = []
         self._current: dict[str, float] = {}
@@ -57,6 +58,7 @@ class StepClock:
         end = time.perf_counter()
         if self.warmup_left > 0:
             self.warmup_left -= 1
+            self.warmup_durations.append(end - start)
             return
         self.durations.append(end - start)
         if self.times_phases:

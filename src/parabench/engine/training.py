@@ -28,6 +28,7 @@ from parabench.engine.timing import StepClock
 from parabench.errors import ConfigError, RunStopped
 from parabench.io import write_json
 from parabench.models.checkpointing import checkpoint_blocks
+from parabench.models.compiled import compile_blocks
 from parabench.records import CellRun
 from parabench.runtime import load
 from parabench.runtime.collectives import broadcast_object, gather_objects, gather_to_main, on_cpu, slowest_per_step
@@ -130,6 +131,8 @@ def build_trainer(
         model = workload.model_holding(settings, model_state)
     if plan.activation_checkpointing == "blocks":
         checkpoint_blocks(model)
+    if plan.compile:
+        compile_blocks(model)
     parallel = plan.strategy.apply(model, process, plan.setup)
     groups = workload.param_groups(parallel.named_parameters(), settings)
     optimizer = workload.optimizer(
@@ -574,6 +577,7 @@ def measure_cell(
             gradient_allreduce_s=full_allreduce,
             peak_memory_mb=peaks,
             memory_kind=memory_kind(process.device),
+            warmup_step_durations=clock.warmup_durations,
             saved_for_backward_mb=kept,
             other_cpu_share=others,
             parameters=parameters,
