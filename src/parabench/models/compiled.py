@@ -1,14 +1,20 @@
 """torch.compile of a model's ordered blocks (params.yaml `compile: true`): each block's forward compiled whole
 (fullgraph: a graph break is an error, never a silent fall back to eager), before any strategy, so replicas, shards and
 pipeline stages all run compiled blocks under the plain model's parameter names. The forward, not the module's call:
-the hooks a strategy adds to a block (FSDP2 gathers its weights in one) stay outside the compiled graph. Compilation
-happens in the first steps, which the timing leaves out as warm-up."""
+the hooks a strategy adds to a block (FSDP2 gathers its weights in one) stay outside the compiled graph. Blocks of one
+class share one code object, which dynamo compiles once per block shape: its limit of 8 per code object is raised to
+RECOMPILE_LIMIT, so that a ResNet's blocks (and a warm worker's next cells) are not refused. Compilation happens in
+the first steps, which the timing leaves out as warm-up."""
 
 import torch
+import torch._dynamo.config
 from torch import nn
+
+RECOMPILE_LIMIT = 64
 
 
 def compile_blocks(model: nn.Sequential) -> None:
     """Compile each block's forward of `model` in place, whole."""
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, RECOMPILE_LIMIT)
     for block in model:
         block.forward = torch.compile(block.forward, fullgraph=True)
