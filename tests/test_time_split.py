@@ -30,7 +30,7 @@ def measure_rank(rank: int, world_size: int, cell: Cell, out: Path) -> None:
     process = Process(rank, rank, world_size, torch.device("cpu")) if world_size > 1 else CPU_PROCESS
     plan = cell_plan(cell)
     initial_weights = plan.workload.build_model(plan.settings).state_dict()
-    measure_cell(plan, process, separable_data(), initial_weights, WARMUP, TIMED, out)
+    measure_cell(plan, process, separable_data(), initial_weights, WARMUP, TIMED, out, count_kept=True)
 
 
 def measured(cell: Cell, out: Path) -> CellRuns:
@@ -66,6 +66,9 @@ def test_every_cell_s_step_splits_into_parts_that_add_up_to_it(tmp_path):
         assert figures["time_split_vs_step"] == pytest.approx(
             sum(split.values()) / figures["step_time_s"]["median"] - 1
         )
+    kept = {label: figures["saved_for_backward_mb"] for label, figures in results.items()}
+    assert set(kept["ddp"]) == {"rank0", "rank1"} and kept["ddp"]["rank0"] > 0, "each rank counts what it kept"
+    assert kept["ddp"]["rank0"] < kept["single"]["rank0"], "a replica keeps its half batch's activations"
     assert set(results["ddp"]["time_split_s"]) == {"input", "compute", "communication", "optimizer", "idle"}
     assert results["ddp"]["gradient_allreduce_s"] > 0
     assert 0 <= results["ddp"]["communication_hidden_share"] <= 1

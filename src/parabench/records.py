@@ -106,8 +106,9 @@ class CellRun(Record):
     warmup_step_durations: list[float] = Field(
         description="rank 0's warm-up steps, left out of the timing (a compiled model's first holds its compilation)"
     )
-    saved_for_backward_mb: dict[str, float] = Field(
-        description="per rank, what autograd kept for backward in one more step (activations), in MiB"
+    saved_for_backward_mb: dict[str, float] | None = Field(
+        description="per rank, what autograd kept for backward in one more step (activations), in MiB; a cell's "
+        "first round only (None in the others)"
     )
     other_cpu_share: float | None = Field(description="the share of the machine's CPU other programs took meanwhile")
     parameters: int = Field(description="the plain model's trained parameters (its gradients are as many)")

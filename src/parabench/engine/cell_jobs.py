@@ -71,10 +71,19 @@ class CellJob:
         write_json(self.inbox / f"{self.sent}.json", command)
         self.sent += 1
 
-    def measure(self, plan: RunPlan, warmup: int, steps: int) -> CellRun:
-        """Time one cell: `warmup` steps left out, then `steps` timed; what rank 0 measured."""
+    def measure(self, plan: RunPlan, warmup: int, steps: int, count_kept: bool = False) -> CellRun:
+        """Time one cell: `warmup` steps left out, then `steps` timed (and, with `count_kept`, one more step whose
+        bytes kept for backward are counted); what rank 0 measured."""
         out = self.inbox / f"{self.sent}.out.json"
-        self.send({"plan": plan.model_dump(mode="json"), "warmup": warmup, "steps": steps, "out": str(out)})
+        self.send(
+            {
+                "plan": plan.model_dump(mode="json"),
+                "warmup": warmup,
+                "steps": steps,
+                "count_kept": count_kept,
+                "out": str(out),
+            }
+        )
         while not out.exists():
             if not self.job.running():
                 self.job.wait()  # raises, naming what failed
@@ -109,21 +118,21 @@ class CellJobs:
         self.start_up_s += job.start_up_s() or 0.0
         job.close()
 
-    def measure(self, plan: RunPlan, warmup: int, steps: int, apart: bool = False) -> CellRun:
+    def measure(self, plan: RunPlan, warmup: int, steps: int, apart: bool = False, count_kept: bool = False) -> CellRun:
         """Time one cell in the job of its layout (warm: started, and primed with one untimed run of this cell, when
         the layout's first cell comes; `apart`: a second warm job of that layout), or in a job of its own (fresh)."""
         layout = Layout.of(plan, apart)
         if self.workers == "fresh":
             job = self._start(layout)
             try:
-                return job.measure(plan, warmup, steps)
+                return job.measure(plan, warmup, steps, count_kept)
             finally:
                 self._close(job)
         if layout not in self.warm:
             self.warm[layout] = self._start(layout)
             self.warm[layout].measure(plan, warmup, 1)
             log.info("%s: workers of %s ready in %.1f s", self.what, layout, self.warm[layout].start_up_s() or 0.0)
-        return self.warm[layout].measure(plan, warmup, steps)
+        return self.warm[layout].measure(plan, warmup, steps, count_kept)
 
     def close(self) -> None:
         """Stop every warm job."""

@@ -88,7 +88,16 @@ def serve(inbox: Path) -> None:
         if dist.is_initialized():
             dist.barrier()
         data, initial_weights = data_and_initial_weights(plan)
-        measure_cell(plan, process, data, initial_weights, command["warmup"], command["steps"], Path(command["out"]))
+        measure_cell(
+            plan,
+            process,
+            data,
+            initial_weights,
+            command["warmup"],
+            command["steps"],
+            Path(command["out"]),
+            command["count_kept"],
+        )
     stop()
 
 

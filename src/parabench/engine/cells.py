@@ -174,7 +174,7 @@ def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTi
                     warmup,
                     steps,
                 )
-                run = jobs.measure(entry.plan, warmup, steps, apart=entry.cell.control)
+                run = jobs.measure(entry.plan, warmup, steps, apart=entry.cell.control, count_kept=not entry.runs)
                 entry.runs.append(run)
                 stage.timed_steps_s += sum(run.step_durations)
                 progress.update()

@@ -531,13 +531,15 @@ def measure_cell(
     warmup: int,
     timed: int,
     out: Path,
+    count_kept: bool = False,
 ) -> None:
     """Time `timed` steps after `warmup`, from the plain model holding `model_state`; a step lasts as long as its
     slowest rank, and each rank records where its own step went (timing.PHASES). Before them, time the transform
     alone on the same batches (where this process reads the inputs; rank 0 always does): whether the input path
-    could starve training. Peak memory counts the
-    steps alone, the model's setup left out. A data-parallel run then times one all-reduce of all its gradients at
-    once: what its communication would cost if none of it were hidden behind the backward pass."""
+    could starve training. Peak memory counts the steps alone, the model's setup left out. With `count_kept`, one
+    more step, off the clock, counts the bytes autograd keeps for backward. A data-parallel run then times one
+    all-reduce of all its gradients at once: what its communication would cost if none of it were hidden behind the
+    backward pass."""
     trainer = build_trainer(plan, process, steps_per_epoch(data.train_units, plan.global_batch), model_state)
     trainer.parallel.module.train()
     shard_index, shard_count = shard_of(plan, trainer.parallel, process)
@@ -559,9 +561,11 @@ def measure_cell(
     )
     memory.read()
     others = load.job_other_cpu_share(started, load.mark())
-    with SavedForBackward() as saved:  # one more step, off the clock: what its forward kept for backward
-        optimizer_step(trainer, data, batches[-1])
-    kept = per_rank(gather_objects({str(process.device): saved.mb}))
+    kept = None
+    if count_kept:  # one more step, off the clock: what its forward kept for backward (a cell's first round only)
+        with SavedForBackward() as saved:
+            optimizer_step(trainer, data, batches[-1])
+        kept = per_rank(gather_objects({str(process.device): saved.mb}))
     durations = slowest_per_step(clock.durations)
     phases = gather_objects(clock.phases)
     peaks = per_rank(gather_objects(memory.peaks_mb))

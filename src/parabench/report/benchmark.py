@@ -54,7 +54,9 @@ def cell_result(entry: CellRuns) -> dict[str, Any]:
             key: max(run.peak_memory_mb[key] for run in entry.runs) for key in entry.runs[-1].peak_memory_mb
         },
         "memory_kind": entry.runs[-1].memory_kind,
-        "saved_for_backward_mb": entry.runs[-1].saved_for_backward_mb,
+        "saved_for_backward_mb": next(
+            (run.saved_for_backward_mb for run in entry.runs if run.saved_for_backward_mb is not None), None
+        ),
         "parameters": entry.runs[-1].parameters,
         "strategy_details": entry.runs[-1].strategy_details,
         "environment": {

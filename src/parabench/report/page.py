@@ -115,7 +115,9 @@ def sweep_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
             results["sweep"]["param"]: "" if cell["value"] is None else cell["value"],
             "median step": f"{cell['step_time_s']['median'] * 1000:.4g} ms",
             "peak memory": f"{max(cell['peak_memory_mb'].values()):.0f} MB",
-            "kept for backward": f"{max(cell['saved_for_backward_mb'].values()):.3g} MiB",
+            "kept for backward": f"{max(cell['saved_for_backward_mb'].values()):.3g} MiB"
+            if cell["saved_for_backward_mb"]
+            else "",
         }
         for cell in results["cells"]
         if cell["status"] == "ran"

@@ -34,7 +34,7 @@ def curve_tables(points: list[SweepPoint], results: list[dict[str, Any]]) -> dic
     for point, figures in zip(points, results, strict=True):
         if point.value is None or figures["status"] != "ran":
             continue
-        steps = figures["step_time_s"]
+        steps, kept = figures["step_time_s"], figures["saved_for_backward_mb"]
         rows[point.curve].append(
             {
                 "value": point.value,
@@ -43,7 +43,7 @@ def curve_tables(points: list[SweepPoint], results: list[dict[str, Any]]) -> dic
                 "p75_s": steps["p75"],
                 f"{figures['unit']}s_per_s": figures["rate"],
                 "peak_memory_mb": max(figures["peak_memory_mb"].values()),
-                "saved_for_backward_mb": max(figures["saved_for_backward_mb"].values()),
+                "saved_for_backward_mb": max(kept.values()) if kept else None,
             }
         )
     return {
