@@ -15,7 +15,7 @@ def test_cells_of_a_layout_share_its_warm_job_and_the_a_a_control_gets_its_own(m
             started.append(str(layout))
             self.number = len(started)
 
-        def measure(self, plan, warmup, steps):
+        def measure(self, plan, warmup, steps, count_kept=False):
             return {"job": self.number}
 
         def start_up_s(self):
