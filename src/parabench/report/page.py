@@ -32,7 +32,7 @@ from parabench.paths import (
 from parabench.records import RunRecord
 from parabench.report.answers import QUESTIONS, answer, noise_sentence, speedup_text
 from parabench.report.epoch_figure import epoch_figure
-from parabench.report.scaling import probe_rows
+from parabench.report.scaling import check_row, probe_rows
 from parabench.report.time_split import PART_MEANINGS
 from parabench.runtime.environment import machine_line
 
@@ -228,16 +228,7 @@ def prediction_html(workload: str) -> str:
     if not path.exists():
         return ""
     prediction = read_json(path)
-    checks = [
-        {
-            "cell": check["cell"],
-            "predicted step (s)": f"{check['predicted_step_s']:.4g}",
-            "measured step (s)": f"{check['measured_step_s']:.4g}",
-            "error": f"{check['error']:+.0%}",
-            "within goal": "yes" if check["within"] else f"NO (allowed {check['allowed_error']:.0%})",
-        }
-        for check in prediction["checks"]
-    ]
+    checks = [check_row(check) for check in prediction["checks"]]
     grid: dict[str, dict[str, str]] = {}
     for row in prediction["predictions"]:
         mark = "" if row["validated"] else " *"

@@ -175,6 +175,18 @@ def checked_cells(cells: dict[str, dict[str, Any]], parameters: int, links: Link
     return checks
 
 
+def check_row(check: dict[str, Any]) -> dict[str, str]:
+    """One check as the page and make run's summary show it: the cell, its predicted and measured step, the error and
+    whether it is within the goal (with what was allowed where not)."""
+    return {
+        "cell": check["cell"],
+        "predicted step (s)": f"{check['predicted_step_s']:.4g}",
+        "measured step (s)": f"{check['measured_step_s']:.4g}",
+        "error": f"{check['error']:+.0%}",
+        "within goal": "yes" if check["within"] else f"NO (allowed {check['allowed_error']:.0%})",
+    }
+
+
 def checked_sweep_cells(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Predicted against measured, for every distributed pipeline cell of a sweep (against its `single` line)."""
     single = next((cell for cell in cells if cell["curve"] == "single" and cell["status"] == "ran"), None)

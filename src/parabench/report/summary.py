@@ -13,7 +13,7 @@ from parabench.io import read_json
 from parabench.paths import PROBE_FILE, REPORT_FILE, results_file, speedup_metrics_file
 from parabench.report.answers import fastest_sentence
 from parabench.report.benchmark import compact
-from parabench.report.scaling import probe_rows
+from parabench.report.scaling import check_row, probe_rows
 from parabench.workloads import WORKLOADS
 
 WIDTH = 120
@@ -153,18 +153,6 @@ def sweep_rows(sweeps: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
-def check_row(where: str, check: dict[str, Any]) -> dict[str, Any]:
-    """One cell's predicted step against its measured one."""
-    return {
-        "where": where,
-        "cell": check["cell"],
-        "predicted_s": check["predicted_step_s"],
-        "measured_s": check["measured_step_s"],
-        "error": f"{check['error']:+.0%}",
-        "within": check["within"],
-    }
-
-
 def prediction_rows(workloads: list[str], sweeps: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Per checked cell of the benchmarks and the sweeps, predicted against measured; per workload and device count,
     ddp's predicted speedup and what its link is (results/prediction/ have every strategy)."""
@@ -172,13 +160,15 @@ def prediction_rows(workloads: list[str], sweeps: list[str]) -> tuple[list[dict[
     for name in sweeps:
         path = results_file("sweep", name)
         if path.exists():
-            checks += [check_row(f"sweep {name}", check) for check in read_json(path).get("prediction_checks", [])]
+            checks += [
+                {"where": f"sweep {name}", **check_row(check)} for check in read_json(path).get("prediction_checks", [])
+            ]
     for name in workloads:
         path = results_file("prediction", name)
         if not path.exists():
             continue
         prediction = read_json(path)
-        checks += [check_row(name, check) for check in prediction["checks"]]
+        checks += [{"where": name, **check_row(check)} for check in prediction["checks"]]
         for row in prediction["predictions"]:
             if row["strategy"] == "ddp":
                 rows.append(
