@@ -43,6 +43,9 @@ def test_the_shipped_params_plan_on_every_gpu_count_and_skip_only_what_the_hardw
     cut_cells = [line for line in skipped if "model_parallel" in line or "pipeline" in line]
     if count == 1:
         assert any("needs at least 2 devices" in line for line in cut_cells), "one GPU: the cut cells are skipped"
+        assert all("node with 2 GPUs or more" in line for line in cut_cells if "needs at least 2 devices" in line), (
+            "on one GPU the fix is another node, not hardware.devices, which cannot exceed its GPUs"
+        )
     else:
         for_lack_of_devices = [line for line in cut_cells if "'1f1b' needs at least as many micro-batches" not in line]
         assert not for_lack_of_devices, f"{count} GPUs: every cut cell runs (stages <= blocks): {for_lack_of_devices}"

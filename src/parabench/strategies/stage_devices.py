@@ -35,10 +35,14 @@ def check_stages(name: str, setup: StrategySetup, nodes: int = 1) -> None:
     stages, devices = stage_count(setup, nodes), setup.machine.devices * nodes
     where = f"{devices} device(s)" + (f" ({setup.machine.devices} per node on {nodes} nodes)" if nodes > 1 else "")
     if stages < 2:
+        fix = (
+            "set hardware.devices to 2 or more (auto gives 2 on the CPU)"
+            if setup.machine.accelerator == "cpu"
+            else "run it on a node with 2 GPUs or more (or with hardware.accelerator: cpu, over 2 CPU processes)"
+        )
         raise ConfigError(
             f"{name} needs at least 2 devices (hardware.devices), one per stage, but this run makes {stages} stage(s) "
-            f"of a {setup.blocks}-block model on {where}; set hardware.devices to 2 or more (auto gives 2 on the "
-            "CPU), or pick strategy single."
+            f"of a {setup.blocks}-block model on {where}; {fix}, or pick strategy single."
         )
     if stages > setup.blocks:
         raise ConfigError(
