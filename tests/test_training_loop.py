@@ -231,3 +231,19 @@ def test_every_models_state_is_all_of_it(name):
     with torch.device("meta"):
         model = WORKLOADS[name].build_model(load_params().settings(name))
     assert all(not module._non_persistent_buffers_set for module in model.modules())
+
+
+def test_an_fp16_run_resumes_with_its_loss_scaler_to_the_uninterrupted_run(tmp_path):
+    """16-mixed: the loss scaler's state (its scale, halved at each overflow) is in the checkpoint, so the resumed run
+    skips the steps the uninterrupted one skips. This tiny run overflows at the first scale, 65536: a resume from a
+    fresh scaler would skip a step more."""
+    setup = cpu_setup(batch_shape=(16, 1, 28, 28)).model_copy(update={"precision": "16-mixed"})
+    straight = fit(tiny_plan(epochs=2, setup=setup), CPU_PROCESS, separable_data(), tmp_path / "straight.pt", "data")
+    crashed_path = tmp_path / "crashed.pt"
+    fit(tiny_plan(epochs=1, setup=setup), CPU_PROCESS, separable_data(), crashed_path, "data")
+    saved_scale = torch.load(crashed_path, weights_only=True)["scalers"][0]["scale"]
+    assert saved_scale < 65536.0, "the first epoch overflowed at least once"
+    resumed = fit(tiny_plan(epochs=2, setup=setup), CPU_PROCESS, separable_data(), crashed_path, "data")
+    assert resumed.resumed_after_epoch == 1
+    for name, value in straight.state_dict.items():
+        torch.testing.assert_close(resumed.state_dict[name], value, rtol=1e-5, atol=1e-6)
