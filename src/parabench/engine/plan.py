@@ -161,6 +161,7 @@ def make_plan(
     """
     machine = machine or resolve(params.hardware)
     _check_machine(machine)
+    knobbed = role != "reference"  # the training knobs: the reference takes none, so that each is measured against it
     strategy = STRATEGIES[strategy_name or strategy_of(params, role)]
     settings = params.settings(workload_name)
     workload = WORKLOADS[workload_name]
@@ -172,7 +173,7 @@ def make_plan(
         blocks=model_blocks(workload_name, settings),
         batch_shape=(settings.batch_size, *workload.unit_shape(settings)),
         documented_cut=workload.documented_cut(settings),
-        precision="32" if role == "reference" else params.precision,  # the reference is plain: the knob is measured
+        precision=params.precision if knobbed else "32",
     )
     if params.hardware.devices == "auto" and settings.scaling == "strong":
         run = f"{workload_name}'s {STRATEGY_KEYS[role]}={strategy.name}" + (f" x {copies} copies" if copies > 1 else "")
@@ -183,10 +184,11 @@ def make_plan(
     replicas = strategy.data_replicas(setup) * copies
     global_batch, lr = batch_and_lr(params, workload_name, replicas, f"{STRATEGY_KEYS[role]}={strategy.name}")
     strategy.check(setup, global_batch)
-    accumulate = 1 if role == "reference" else params.accumulate  # the reference is plain: the knob is measured
+    accumulate = params.accumulate if knobbed else 1
     check_accumulate(accumulate, strategy, global_batch // replicas, workload_name)
     check_precision(strategy, setup)
-    if role != "reference" and params.compile:
+    compiled = knobbed and params.compile
+    if compiled:
         check_compile(strategy, machine)
     plan = RunPlan(
         role=role,
@@ -200,8 +202,8 @@ def make_plan(
         global_batch=global_batch,
         lr=lr,
         accumulate=accumulate,
-        activation_checkpointing="none" if role == "reference" else params.activation_checkpointing,
-        compile=role != "reference" and params.compile,
+        activation_checkpointing=params.activation_checkpointing if knobbed else "none",
+        compile=compiled,
         copies=copies,
     )
     _check_processes_fit(plan, params.hardware.oversubscribe)
