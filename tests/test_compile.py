@@ -5,9 +5,12 @@ here stops at the check, named.
 One small model only: inductor compiles a block's forward and backward in C++ in about 10 s on 2 cores.
 """
 
+import os
+
 import pytest
 import torch
 from torch import nn
+from torch._inductor.runtime.cache_dir_utils import default_cache_dir
 
 from parabench.config import load_params
 from parabench.engine.plan import check_compile, make_plan
@@ -51,3 +54,15 @@ def test_dp_and_a_missing_compiler_stop_at_the_check(base_params, write_params, 
         make_plan(params, "fashion_mnist", "train")
     with pytest.raises(ConfigError, match=r"compile: true does not compose with strategy dp.*use ddp"):
         check_compile(STRATEGIES["dp"], plan.machine)
+
+
+def test_a_forced_cpu_capability_compiles_into_a_cache_of_its_own(monkeypatch):
+    """torch 2.14 reuses a kernel cached under the machine's ISA when ATEN_CPU_CAPABILITY forces another, and the
+    kernel fails: found when the suite ran with avx2 forced after a run without."""
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", default_cache_dir())  # as importing torch's compiler leaves it
+    compile_blocks(tiny())
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == default_cache_dir() + "-avx2"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/chosen/by/the/user")
+    compile_blocks(tiny())
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == "/chosen/by/the/user"

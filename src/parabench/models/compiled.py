@@ -4,17 +4,29 @@ pipeline stages all run compiled blocks under the plain model's parameter names.
 the hooks a strategy adds to a block (FSDP2 gathers its weights in one) stay outside the compiled graph. Blocks of one
 class share one code object, which dynamo compiles once per block shape: its limit of 8 per code object is raised to
 RECOMPILE_LIMIT, so that a ResNet's blocks (and a warm worker's next cells) are not refused. Compilation happens in
-the first steps, which the timing leaves out as warm-up."""
+the first steps, which the timing leaves out as warm-up.
+
+Inductor's on-disk cache keys a CPU kernel by its source, not by the vector ISA it was built for, which
+ATEN_CPU_CAPABILITY changes: in torch 2.14 a kernel cached under the machine's own ISA and loaded under a forced
+`avx2` fails in its backward ("SystemError: ... returned a result with an exception set"). A forced capability
+therefore compiles into a cache of its own, unless the user named one (TORCHINDUCTOR_CACHE_DIR; importing torch's
+compiler sets that variable to the default, which counts as unnamed)."""
+
+import os
 
 import torch
 import torch._dynamo.config
 from torch import nn
+from torch._inductor.runtime.cache_dir_utils import default_cache_dir
 
 RECOMPILE_LIMIT = 64
 
 
 def compile_blocks(model: nn.Sequential) -> None:
     """Compile each block's forward of `model` in place, whole."""
+    capability = os.environ.get("ATEN_CPU_CAPABILITY")
+    if capability and os.environ.get("TORCHINDUCTOR_CACHE_DIR", default_cache_dir()) == default_cache_dir():
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = f"{default_cache_dir()}-{capability}"
     torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, RECOMPILE_LIMIT)
     for block in model:
         block.forward = torch.compile(block.forward, fullgraph=True)
