@@ -26,7 +26,7 @@ def test_a_node_without_usable_cuda_records_no_gpu_and_no_gpu_software(tmp_path,
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
     monkeypatch.setattr(gpu_signs, "NVIDIA_GPUS_FOLDER", tmp_path / "no-driver")
-    monkeypatch.setattr(environment, "NVIDIA_VERSION_FILE", tmp_path / "no-version")
+    monkeypatch.setattr(gpu_signs, "NVIDIA_VERSION_FILE", tmp_path / "no-version")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.delenv("SLURM_GPUS_ON_NODE", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
@@ -69,8 +69,8 @@ def test_each_gpu_is_recorded_with_its_compute_capability_and_memory(monkeypatch
 def test_the_driver_version_is_read_from_the_drivers_version_file(tmp_path, monkeypatch, first_line, version):
     version_file = tmp_path / "version"
     version_file.write_text(f"{first_line}\nGCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n")
-    monkeypatch.setattr(environment, "NVIDIA_VERSION_FILE", version_file)
-    assert environment.nvidia_driver_version() == version
+    monkeypatch.setattr(gpu_signs, "NVIDIA_VERSION_FILE", version_file)
+    assert gpu_signs.nvidia_driver_version() == version
 
 
 def test_the_settings_that_decide_whether_cuda_runs_repeat_are_recorded(monkeypatch):

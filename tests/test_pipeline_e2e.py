@@ -252,6 +252,9 @@ def test_repro_then_experiment(tmp_path):
         f"{kind}@{dataset}" for kind in ("download", "prepare") for dataset in DATASETS
     }, "resnet50 has no data stages"
     assert_the_report_shows_every_seed_experiment(project / "report" / "index.html")
+    again = run(project, "dvc", "repro")
+    assert stages_run(again) == {"check"} and "as at the last passing check: it stands" in again, again
+    assert "dp on fashion_mnist skipped" in again, "the check's findings are repeated"
     shown = run(project, "dvc", "metrics", "show")
     header, *rows = shown.splitlines()
     # A workload's answer is one small file of about a dozen values (a column each in `dvc exp show`); the benchmark's

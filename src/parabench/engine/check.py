@@ -6,16 +6,19 @@ outputs before running it, so a bad value caught here costs nothing the user had
 """
 
 import logging
+from pathlib import Path
 
 from parabench.config import DATASET_NAMES, PARAMS_FILE, Params, load_params
 from parabench.data.fetch import mirror_root
 from parabench.engine.cells import plan_benchmark, plan_sweep
+from parabench.engine.check_memo import MEMO_FILE, remember
 from parabench.engine.plan import make_plan
 from parabench.errors import ConfigError
 from parabench.io import write_json
 from parabench.paths import ENVIRONMENT_FILE, ROLES, source_record_file
 from parabench.prediction import unknown_links
-from parabench.runtime.environment import cpu_flags, cpu_model, machine_identity
+from parabench.runtime.cpu import cpu_flags, cpu_model
+from parabench.runtime.environment import machine_identity
 from parabench.runtime.hardware import resolve
 
 log = logging.getLogger("parabench.check")
@@ -63,8 +66,32 @@ def check_all(params: Params) -> list[str]:
     return [f"{stage}: {entry.cell.label}: {entry.skipped_reason}" for stage, entry in planned if entry.plan is None]
 
 
+class Findings(logging.Handler):
+    """What the check logs at INFO and above, kept for its memo to repeat."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
 def check() -> None:
-    """Validate and plan everything, then write the records the other stages depend on."""
+    """Validate and plan everything, then write the records the other stages depend on, and remember them."""
+    findings = Findings()
+    logging.getLogger("parabench").addHandler(findings)
+    try:
+        records = validate_and_record()
+    finally:
+        logging.getLogger("parabench").removeHandler(findings)
+    if MEMO_FILE.parent.parent.is_dir():  # in a DVC project (.dvc/)
+        remember(records, findings.records)
+
+
+def validate_and_record() -> list[Path]:
+    """Validate and plan everything; write the machine's identity and each dataset's source record; return their
+    paths."""
     params = load_params()
     skipped = check_all(params)
     if skipped:
@@ -79,3 +106,4 @@ def check() -> None:
     write_json(ENVIRONMENT_FILE, machine_identity())
     for dataset, source in sources.items():
         write_json(source_record_file(dataset), source.record())
+    return [ENVIRONMENT_FILE, *(source_record_file(dataset) for dataset in sources)]

@@ -15,7 +15,8 @@ from parabench.engine.plan import RunPlan
 from parabench.errors import ParabenchError
 from parabench.io import write_atomic
 from parabench.runtime.collectives import broadcast_object
-from parabench.runtime.environment import cpu_model, gpu_names
+from parabench.runtime.cpu import cpu_model
+from parabench.runtime.environment import gpu_names
 from parabench.runtime.process import Process
 
 log = logging.getLogger("parabench.checkpoint")

@@ -2,41 +2,14 @@
 
 import os
 import platform
-import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
 
-from parabench.runtime.gpu_signs import gpu_signs
+from parabench.runtime.cpu import cpu_flags, cpu_model
+from parabench.runtime.gpu_signs import gpu_signs, nvidia_driver_version
 from parabench.runtime.hardware import Machine, usable_cores
-
-NVIDIA_VERSION_FILE = Path("/proc/driver/nvidia/version")  # the loaded NVIDIA kernel driver's version line
-
-
-def cpu_model() -> str:
-    """The CPU's model name, from /proc/cpuinfo where there is one."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def cpu_flags() -> list[str]:
-    """The vector extensions the CPU reports (AVX2, AVX-512 and friends), from /proc/cpuinfo."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("flags"):
-                    return sorted(flag for flag in line.split(":", 1)[1].split() if flag.startswith(("avx", "amx")))
-    except OSError:
-        pass
-    return []
 
 
 def gpu_names() -> list[str]:
@@ -54,16 +27,6 @@ def gpus() -> list[dict[str, Any]]:
         }
         for index in range(torch.cuda.device_count())
     ]
-
-
-def nvidia_driver_version() -> str | None:
-    """The loaded NVIDIA kernel driver's version (like 550.54.14), or None without one."""
-    try:
-        first_line = NVIDIA_VERSION_FILE.read_text(encoding="utf-8").partition("\n")[0]
-    except OSError:
-        return None
-    version = re.search(r"\b\d+\.\d+(?:\.\d+)?\b", first_line)
-    return version.group() if version else None
 
 
 def cudnn_version() -> int | None:

@@ -1,12 +1,14 @@
-"""Whether this node has NVIDIA GPUs, whatever the installed torch can do with them: the driver, the job's variables,
-nvidia-smi."""
+"""Whether this node has NVIDIA GPUs, whatever the installed torch can do with them (the driver, the job's variables,
+nvidia-smi), and which NVIDIA driver it runs: read without torch."""
 
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
+NVIDIA_VERSION_FILE = Path("/proc/driver/nvidia/version")  # the loaded NVIDIA kernel driver's version line
 NVIDIA_GPUS_FOLDER = Path("/proc/driver/nvidia/gpus")  # the NVIDIA driver's one folder per GPU, by PCI address
 NVIDIA_SMI_TIMEOUT_S = 3.0
 NO_DEVICES = {"", "-1", "none", "nodevfiles"}  # CUDA_VISIBLE_DEVICES values that hide every GPU
@@ -60,3 +62,13 @@ def nvidia_smi_gpus() -> list[str]:
     except (OSError, subprocess.TimeoutExpired):
         return []
     return [line.strip() for line in listing.stdout.splitlines() if line.startswith("GPU ")]
+
+
+def nvidia_driver_version() -> str | None:
+    """The loaded NVIDIA kernel driver's version (like 550.54.14), or None without one."""
+    try:
+        first_line = NVIDIA_VERSION_FILE.read_text(encoding="utf-8").partition("\n")[0]
+    except OSError:
+        return None
+    version = re.search(r"\b\d+\.\d+(?:\.\d+)?\b", first_line)
+    return version.group() if version else None
