@@ -1,11 +1,12 @@
 """The check stage's memory: a fingerprint of everything its verdict and its records depend on, so that a `dvc repro`
 with nothing changed skips importing torch and planning every run, and repeats the last passing check's findings.
 
-The fingerprint covers params.yaml, every source file of the project, the environment variables the stage started with, the machine as
-the OS and the installed packages describe it (CPU model and vector flags, usable cores, the Python and the
-platform, every installed distribution's version, the NVIDIA driver and the GPUs it shows), the records the check
-wrote, and the local data folders those records describe. It errs on the side of a whole check: any difference, or
-a memo that cannot be read, runs it. The memo lives in DVC's own scratch folder (.dvc/tmp, ignored by git and DVC).
+The fingerprint covers params.yaml, every source file of the project, the environment variables the stage started
+with, the machine as the OS and the installed packages describe it (CPU model and vector flags, usable cores, the
+Python and the platform, every installed distribution's version, the NVIDIA driver and the GPUs it shows), the
+records the check wrote, and the local data folders those records describe. It errs on the side of a whole check:
+any difference, or a memo that cannot be read, runs it. The memo lives in DVC's own scratch folder (.dvc/tmp,
+ignored by git and DVC).
 """
 
 import hashlib

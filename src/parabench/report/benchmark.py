@@ -67,6 +67,13 @@ def cell_result(entry: CellRuns) -> dict[str, Any]:
     }
 
 
+def largest_rank_memory(figures: dict[str, Any]) -> tuple[float, float | None]:
+    """A summarised cell's largest rank: its peak memory (MB) and the activations it kept for backward (MiB, None where
+    they were not counted), what a memory knob is judged by."""
+    kept = figures["saved_for_backward_mb"]
+    return max(figures["peak_memory_mb"].values()), max(kept.values()) if kept else None
+
+
 def summarize_cells(entries: list[CellRuns]) -> dict[str, Any]:
     """The cells' figures (label -> figures), the noise floor, the checks and the ranking.
 

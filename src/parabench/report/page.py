@@ -31,6 +31,7 @@ from parabench.paths import (
 )
 from parabench.records import RunRecord
 from parabench.report.answers import QUESTIONS, answer, noise_sentence, speedup_text
+from parabench.report.benchmark import largest_rank_memory
 from parabench.report.epoch_figure import epoch_figure
 from parabench.report.scaling import check_row, probe_rows
 from parabench.report.time_split import PART_MEANINGS
@@ -109,19 +110,21 @@ def table_html(rows: list[dict[str, Any]]) -> str:
 def sweep_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     """Each cell of a sweep that ran: its curve and value, its median step and its largest rank's peak memory (speed
     and memory side by side: what a knob such as precision buys)."""
-    return [
-        {
-            "curve": cell["curve"],
-            results["sweep"]["param"]: "" if cell["value"] is None else cell["value"],
-            "median step": f"{cell['step_time_s']['median'] * 1000:.4g} ms",
-            "peak memory": f"{max(cell['peak_memory_mb'].values()):.0f} MB",
-            "kept for backward": f"{max(cell['saved_for_backward_mb'].values()):.3g} MiB"
-            if cell["saved_for_backward_mb"]
-            else "",
-        }
-        for cell in results["cells"]
-        if cell["status"] == "ran"
-    ]
+    rows = []
+    for cell in results["cells"]:
+        if cell["status"] != "ran":
+            continue
+        peak_memory, kept = largest_rank_memory(cell)
+        rows.append(
+            {
+                "curve": cell["curve"],
+                results["sweep"]["param"]: "" if cell["value"] is None else cell["value"],
+                "median step": f"{cell['step_time_s']['median'] * 1000:.4g} ms",
+                "peak memory": f"{peak_memory:.0f} MB",
+                "kept for backward": "" if kept is None else f"{kept:.3g} MiB",
+            }
+        )
+    return rows
 
 
 def split_text(cell: dict[str, Any]) -> str:

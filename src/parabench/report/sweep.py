@@ -13,6 +13,7 @@ from parabench.config import Sweep
 from parabench.engine.cells import REFERENCE_LINES, StageTime, SweepPoint
 from parabench.io import write_atomic, write_json
 from parabench.paths import results_file, sweep_figure_file, sweep_metrics_dir, sweep_table_dir
+from parabench.report.benchmark import largest_rank_memory
 from parabench.report.scaling import checked_sweep_cells
 from parabench.report.sweep_figure import draw
 from parabench.runtime.environment import machine_line
@@ -34,7 +35,8 @@ def curve_tables(points: list[SweepPoint], results: list[dict[str, Any]]) -> dic
     for point, figures in zip(points, results, strict=True):
         if point.value is None or figures["status"] != "ran":
             continue
-        steps, kept = figures["step_time_s"], figures["saved_for_backward_mb"]
+        steps = figures["step_time_s"]
+        peak_memory, kept = largest_rank_memory(figures)
         rows[point.curve].append(
             {
                 "value": point.value,
@@ -42,8 +44,8 @@ def curve_tables(points: list[SweepPoint], results: list[dict[str, Any]]) -> dic
                 "p25_s": steps["p25"],
                 "p75_s": steps["p75"],
                 f"{figures['unit']}s_per_s": figures["rate"],
-                "peak_memory_mb": max(figures["peak_memory_mb"].values()),
-                "saved_for_backward_mb": max(kept.values()) if kept else None,
+                "peak_memory_mb": peak_memory,
+                "saved_for_backward_mb": kept,
             }
         )
     return {
