@@ -14,16 +14,17 @@ compiler sets that variable to the default, which counts as unnamed)."""
 
 import os
 
-import torch
-import torch._dynamo.config
 from torch import nn
-from torch._inductor.runtime.cache_dir_utils import default_cache_dir
 
 RECOMPILE_LIMIT = 64
 
 
 def compile_blocks(model: nn.Sequential) -> None:
     """Compile each block's forward of `model` in place, whole."""
+    # on use: importing torch's compiler costs a process 1 to 3 s, which a run without compile must not pay
+    import torch._dynamo.config
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
     capability = os.environ.get("ATEN_CPU_CAPABILITY")
     if capability and os.environ.get("TORCHINDUCTOR_CACHE_DIR", default_cache_dir()) == default_cache_dir():
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = f"{default_cache_dir()}-{capability}"
