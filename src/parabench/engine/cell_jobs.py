@@ -3,8 +3,11 @@ a job of its own for each cell.
 
 Starting a worker (importing torch and torchvision, torchrun's agent, the process group) takes seconds, more than a
 quick cell's timed steps. So by default each process layout (one plain process; N ranks under torchrun) gets one job
-for the whole stage, started when its first cell comes, idle (looking for its next command every few ms) while
+for the whole stage, started when its first cell comes, idle (looking for its next command) while
 another layout's cell runs, and handed its cells one at a time through an inbox folder (engine/cell_worker.py).
+Whoever waits (the launcher for a result, an idle worker for its next command) looks again after 5 ms, then less
+and less often, down to every POLL_LONGEST_S: on 2 cores, each of a few idle processes waking every 5 ms while a
+cell runs takes a core from one of the cell's threads at every wake-up, and a parallel region waits for it.
 Between cells the worker resets the seed, threads, heap and device cache, and builds the model, optimiser and
 strategy anew; a job's first cell is run once untimed before any, so that no cell pays for the process's first
 steps. `fresh` runs every cell in new processes instead (`benchmark.workers: fresh`): the way to check that a warm
@@ -15,6 +18,7 @@ process do not, and the noise floor the control sets must span that.
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,8 +31,17 @@ from parabench.runtime.torchrun import WorkerJob, worker_command
 
 log = logging.getLogger("parabench.cells")
 CELL_WORKER_MODULE = "parabench.engine.cell_worker"
-WAIT_POLL_S = 0.005
+POLL_FIRST_S = 0.005  # how soon a waiter looks again at first: a quick answer is picked up within 5 ms
+POLL_LONGEST_S = 0.05  # the longest pause between looks: at most 20 wake-ups a second per waiting process
 READY = "ready"  # rank 0 writes time.time() here once it is ready for its first cell
+
+
+def wait_until(done: Callable[[], bool]) -> None:
+    """Return once `done()` is true, looking after POLL_FIRST_S, then at pauses that double up to POLL_LONGEST_S."""
+    pause = POLL_FIRST_S
+    while not done():
+        time.sleep(pause)
+        pause = min(2 * pause, POLL_LONGEST_S)
 
 
 @dataclass(frozen=True)
@@ -84,11 +97,10 @@ class CellJob:
                 "out": str(out),
             }
         )
-        while not out.exists():
-            if not self.job.running():
-                self.job.wait()  # raises, naming what failed
-                raise RuntimeError(f"{self.what}: the workers ended before they timed the cell")
-            time.sleep(WAIT_POLL_S)
+        wait_until(lambda: out.exists() or not self.job.running())
+        if not out.exists():
+            self.job.wait()  # raises, naming what failed
+            raise RuntimeError(f"{self.what}: the workers ended before they timed the cell")
         return CellRun.model_validate(read_json(out))
 
     def close(self) -> None:

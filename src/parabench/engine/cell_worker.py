@@ -21,7 +21,7 @@ import torch.distributed as dist
 from torch import Tensor
 
 from parabench.cli import stage_main
-from parabench.engine.cell_jobs import READY
+from parabench.engine.cell_jobs import READY, wait_until
 from parabench.engine.plan import RunPlan
 from parabench.engine.training import measure_cell
 from parabench.runtime.memory import release_free_heap
@@ -30,14 +30,11 @@ from parabench.runtime.process import Process, start, stop
 from parabench.strategies.partition import remembered_block_times
 from parabench.workloads import WorkloadData
 
-POLL_S = 0.005  # how often an idle worker looks for its next command: 5 ms of latency, no measurable CPU
-
 
 def next_command(inbox: Path, number: int) -> dict[str, Any]:
     """The `number`-th command, once the launcher has written it (it renames a finished file into place)."""
     path = inbox / f"{number}.json"
-    while not path.exists():
-        time.sleep(POLL_S)
+    wait_until(path.exists)
     command: dict[str, Any] = json.loads(path.read_text())
     return command
 
