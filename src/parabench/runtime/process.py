@@ -9,6 +9,7 @@ import torch
 import torch.distributed as dist
 
 from parabench.runtime.hardware import Machine
+from parabench.runtime.memory import keep_freed_memory
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,9 @@ def restart_count() -> int:
 
 
 def start(machine: Machine) -> Process:
-    """Join the process group when torchrun launched us; pick this process's device."""
+    """Keep freed memory for the next step; join the process group when torchrun launched us; pick this process's
+    device."""
+    keep_freed_memory()
     if not launched_by_torchrun():
         device = torch.device("cuda", 0) if machine.accelerator == "cuda" else torch.device("cpu")
         return Process(rank=0, local_rank=0, world_size=1, device=device)
