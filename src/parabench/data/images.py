@@ -16,7 +16,7 @@ import numpy as np
 from PIL import Image
 from tqdm import tqdm
 
-from parabench.runtime.hardware import usable_cores
+from parabench.runtime.cpu import usable_cores
 
 MAX_CHUNK_IMAGES = 256
 CHUNKS_PER_WORKER = 4

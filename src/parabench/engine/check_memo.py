@@ -21,7 +21,7 @@ from typing import Any
 
 from parabench.data.source import folder_fingerprint
 from parabench.io import write_json
-from parabench.runtime.cpu import cpu_flags, cpu_model
+from parabench.runtime.cpu import cpu_flags, cpu_model, usable_cores
 from parabench.runtime.gpu_signs import gpu_signs, nvidia_driver_version
 
 log = logging.getLogger("parabench.check")
@@ -40,7 +40,7 @@ def machine_facts() -> dict[str, Any]:
     return {
         "cpu_model": cpu_model(),
         "cpu_vector_flags": cpu_flags(),
-        "cores": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "cores": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else usable_cores(),
         "python": sys.version,
         "platform": platform.platform(),
         "packages": sorted(f"{dist.metadata['Name']}=={dist.version}" for dist in metadata.distributions()),

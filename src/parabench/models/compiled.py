@@ -25,9 +25,9 @@ def compile_blocks(model: nn.Sequential) -> None:
     import torch._dynamo.config
     from torch._inductor.runtime.cache_dir_utils import default_cache_dir
 
-    capability = os.environ.get("ATEN_CPU_CAPABILITY")
-    if capability and os.environ.get("TORCHINDUCTOR_CACHE_DIR", default_cache_dir()) == default_cache_dir():
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = f"{default_cache_dir()}-{capability}"
+    capability, default = os.environ.get("ATEN_CPU_CAPABILITY"), default_cache_dir()
+    if capability and os.environ.get("TORCHINDUCTOR_CACHE_DIR", default) == default:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = f"{default}-{capability}"
     torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, RECOMPILE_LIMIT)
     for block in model:
         block.forward = torch.compile(block.forward, fullgraph=True)

@@ -1,5 +1,7 @@
-"""The CPU as /proc/cpuinfo describes it: its model name and its vector extensions (no torch needed)."""
+"""The CPU as the OS describes it: its model name and vector extensions (/proc/cpuinfo), and the cores this process may
+run on (no torch needed)."""
 
+import os
 import platform
 
 
@@ -25,3 +27,8 @@ def cpu_flags() -> list[str]:
     except OSError:
         pass
     return []
+
+
+def usable_cores() -> int:
+    """CPU cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

@@ -7,9 +7,9 @@ from typing import Any
 
 import torch
 
-from parabench.runtime.cpu import cpu_flags, cpu_model
+from parabench.runtime.cpu import cpu_flags, cpu_model, usable_cores
 from parabench.runtime.gpu_signs import gpu_signs, nvidia_driver_version
-from parabench.runtime.hardware import Machine, usable_cores
+from parabench.runtime.hardware import Machine
 
 
 def gpu_names() -> list[str]:

@@ -2,12 +2,12 @@
 
 import functools
 import logging
-import os
 from typing import Annotated, Any, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator
 
+from parabench.runtime.cpu import usable_cores
 from parabench.runtime.gpu_signs import gpu_signs
 
 CPU_DEFAULT_DEVICES = 2
@@ -64,11 +64,6 @@ class Machine(BaseModel):
         if self.threads_setting is not None:
             return self.threads_setting
         return max(1, self.cores // processes_per_node)
-
-
-def usable_cores() -> int:
-    """CPU cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 @functools.cache
