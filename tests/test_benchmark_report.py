@@ -1,8 +1,10 @@
-"""Benchmark figures from recorded cell runs: medians, spread over rounds, speedup, efficiency, the ceiling, skips."""
+"""Benchmark figures from recorded cell runs: medians, spread over rounds, speedup, efficiency, the ceiling, skips;
+and the runner's rounds: their order, their length, a disturbed run timed again."""
 
 import pytest
 
 from parabench.config import CellTiming
+from parabench.engine import cells
 from parabench.engine.cells import (
     Cell,
     CellRuns,
@@ -10,6 +12,7 @@ from parabench.engine.cells import (
     benchmark_cells,
     interleaved,
     read_cell_runs,
+    run_cells,
     run_length,
     write_cell_runs,
 )
@@ -90,9 +93,10 @@ def test_medians_spread_speedup_efficiency_and_ceiling():
     assert (single["rate_slowest_round"], single["rate_fastest_round"]) == (64 / 0.2, 64 / 0.2)
     assert ddp["rate"] == 64 / 0.1
     assert (ddp["rate_slowest_round"], ddp["rate_fastest_round"]) == (64 / 0.2, 64 / 0.1)
-    assert ddp["speedup"] == 2.0 and ddp["scaling_efficiency"] == 1.0
+    # Paired by round: single's medians over ddp's, 0.2 / 0.1 then 0.2 / 0.2, whose median is their mean.
+    assert ddp["speedup"] == 1.5 and ddp["scaling_efficiency"] == 0.75
     assert ceiling["speedup"] == pytest.approx(2.5) and ceiling["devices"] == 2
-    assert ddp["efficiency_vs_ceiling"] == pytest.approx(2.0 / 2.5)
+    assert ddp["efficiency_vs_ceiling"] == pytest.approx((0.08 / 0.1 + 0.08 / 0.2) / 2)
     cut = results["model_parallel"]
     assert cut["devices"] == 2 and cut["speedup"] == 2.0
     assert cut["efficiency_vs_ceiling"] is None, "a cut strategy changes the work: the ceiling does not bound it"
@@ -192,10 +196,10 @@ def test_compact_metrics_hold_a_few_numbers():
     assert compact(results["ddp"]) == {
         "status": "ran",
         "samples_per_s": 640.0,
-        "speedup": 2.0,
+        "speedup": 1.5,
         "speedup_verdict": "faster",
-        "scaling_efficiency": 1.0,
-        "efficiency_vs_ceiling": pytest.approx(0.8),
+        "scaling_efficiency": 0.75,
+        "efficiency_vs_ceiling": pytest.approx(0.6),
         "communication_share": pytest.approx(0.133),
         "contended": True,
     }
@@ -229,6 +233,41 @@ def test_a_run_timed_for_less_than_min_timed_s_makes_the_cell_s_next_runs_longer
     assert run_length(timing, run([0.2, 0.3], ranks=1)) == (1, 2)
     assert run_length(timing, run([0.0001, 0.0001], ranks=1)) == (16, 32)
     assert run_length(timing.model_copy(update={"min_timed_s": 0.0}), run([0.010, 0.010], ranks=1)) == (1, 2)
+
+
+class ScriptedJobs:
+    """CellJobs that hand out recorded runs in order instead of timing anything."""
+
+    def __init__(self, runs: list[CellRun]):
+        self.runs, self.start_up_s, self.started = runs, 0.0, 0
+
+    def __call__(self, scratch, workers, what) -> "ScriptedJobs":
+        return self
+
+    def __enter__(self) -> "ScriptedJobs":
+        return self
+
+    def __exit__(self, *failure) -> None:
+        return None
+
+    def measure(self, plan, warmup, steps, apart=False, count_kept=False) -> CellRun:
+        return self.runs.pop(0)
+
+
+def test_a_run_disturbed_by_other_programs_is_timed_again_in_its_place(monkeypatch):
+    timing = CellTiming(
+        rounds=2, max_rounds=2, median_within=0.5, warmup_steps=1, timed_steps=2, min_timed_s=0.0, workers="warm"
+    )
+    single = entries()[0]
+    single.runs = []
+    busy, quiet = run([0.9, 0.9], ranks=1, other=0.4), run([0.2, 0.2], ranks=1, other=0.02)
+    unmeasured = run([0.2, 0.3], ranks=1, other=0.0).model_copy(update={"other_cpu_share": None})
+    jobs = ScriptedJobs([busy, quiet, unmeasured])
+    monkeypatch.setattr(cells, "CellJobs", jobs)
+    stage = run_cells([single], timing, "benchmark@fashion_mnist")
+    assert single.runs == [quiet, unmeasured], "the disturbed run is replaced; a run too short to tell is kept"
+    assert stage.runs_disturbed == 1 and stage.timed_steps_s == pytest.approx(1.8 + 0.4 + 0.5)
+    assert not jobs.runs
 
 
 def test_cell_labels_name_their_overrides():

@@ -1,11 +1,12 @@
-"""Quality with its uncertainty: the mean's interval, the paired difference, the exact McNemar test, the words."""
+"""Quality with its uncertainty: the mean's interval, the paired difference, the exact McNemar test, the words; and
+timings: a ratio of step times paired by round."""
 
 import math
 
 import pytest
 import torch
 
-from parabench.stats import in_words, mcnemar_p, mean_and_interval, paired_difference
+from parabench.stats import in_words, mcnemar_p, mean_and_interval, paired_difference, ratio_interval
 
 
 def outcomes(both: int, only_run: int, only_reference: int, neither: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -50,3 +51,26 @@ def test_the_difference_in_words_says_when_it_cannot_be_told_from_zero():
     assert "over 1,000 paired test items" in in_words(unclear, "ddp", "single")
     clear = paired_difference(*outcomes(both=800, only_run=5, only_reference=60, neither=135))
     assert in_words(clear, "ddp", "single").startswith("single scores higher than ddp (-0.055, 95% interval -0.")
+
+
+def test_a_ratio_of_step_times_pairs_rounds_so_the_machine_s_drift_between_rounds_cancels():
+    """single and ddp ran back to back in each round while the machine slowed down by half; ddp got a fourth round in
+    the slow phase. Pooling every step would give 0.3 / 0.175 = 1.71."""
+    single = [[0.2, 0.2], [0.3, 0.3], [0.4, 0.4]]
+    ddp = [[0.1, 0.1], [0.15, 0.15], [0.2, 0.2], [0.2, 0.2]]
+    assert ratio_interval(single, ddp) == pytest.approx((2.0, 2.0, 2.0))
+
+
+def test_one_disturbed_round_moves_neither_the_ratio_nor_its_interval_far():
+    single = [[0.20, 0.21], [0.20, 0.22], [0.80, 0.90]]  # another program took the machine in round 3
+    ddp = [[0.10, 0.11], [0.10, 0.11], [0.10, 0.11]]
+    point, low, high = ratio_interval(single, ddp)
+    assert point == pytest.approx(0.21 / 0.105) and 1.85 < low <= point <= high < 2.25, "round 2 is the middle one"
+
+
+def test_rounds_that_disagree_widen_the_interval():
+    steady = ratio_interval([[0.20, 0.21]] * 3, [[0.10, 0.11]] * 3)
+    unsteady = ratio_interval([[0.20, 0.21]] * 3, [[0.10, 0.11], [0.12, 0.13], [0.14, 0.15]])
+    assert unsteady[2] - unsteady[1] > steady[2] - steady[1]
+    with pytest.raises(ValueError, match="at least one round"):
+        ratio_interval([], [[0.1]])

@@ -7,6 +7,7 @@ intervals side by side, and it is the one that says whether a strategy changed w
 """
 
 import math
+import statistics
 from fractions import Fraction
 
 import numpy as np
@@ -89,13 +90,34 @@ def median_interval(rounds: list[list[float]], seed: int = 0) -> tuple[float, fl
 def ratio_interval(
     numerator: list[list[float]], denominator: list[list[float]], seed: int = 0
 ) -> tuple[float, float, float]:
-    """median(numerator) / median(denominator) of two cells' step times, with its 95% bootstrap interval: each cell
-    resampled on its own, round by round."""
+    """How many times longer the numerator's steps are than the denominator's, paired by round: in each round both
+    cells ran back to back, so the ratio of their medians there is free of the machine's drift between rounds; the
+    figure is the median of those per-round ratios (one disturbed round cannot move it), with its 95% bootstrap
+    interval (each round's steps resampled within themselves). Rounds are paired by position; a cell's extra rounds,
+    which the other did not run, are left out."""
+    paired = min(len(numerator), len(denominator))
+    if paired == 0:
+        raise ValueError("a ratio of step times needs at least one round of each cell")
     generator = np.random.default_rng(seed)
-    ratios = _resampled_medians(numerator, generator) / _resampled_medians(denominator, generator)
-    low, high = np.percentile(ratios, [2.5, 97.5])
-    point = float(np.median(np.concatenate(numerator)) / np.median(np.concatenate(denominator)))
-    return point, float(low), float(high)
+    ratios = np.stack(
+        [
+            _resampled_round_median(top, generator) / _resampled_round_median(bottom, generator)
+            for top, bottom in zip(numerator[:paired], denominator[:paired], strict=True)
+        ]
+    )
+    low, high = np.percentile(np.median(ratios, axis=0), [2.5, 97.5])
+    point = statistics.median(
+        statistics.median(top) / statistics.median(bottom)
+        for top, bottom in zip(numerator[:paired], denominator[:paired], strict=True)
+    )
+    return float(point), float(low), float(high)
+
+
+def _resampled_round_median(steps: list[float], generator: np.random.Generator) -> np.ndarray:
+    """RESAMPLES bootstrap medians of one round's steps."""
+    values = np.asarray(steps)
+    medians: np.ndarray = np.median(values[generator.integers(0, len(values), (RESAMPLES, len(values)))], axis=1)
+    return medians
 
 
 def noise_floor(control: tuple[float, float, float]) -> float:

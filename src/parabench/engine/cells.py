@@ -7,7 +7,8 @@ is planned as skipped, with its reason, before any heavy work. Round r runs the 
 square: over as many rounds as cells, every cell takes every position. After the first `rounds`, a cell whose
 median step is not yet known within `median_within` gets another round, up to `max_rounds`. A cell whose run was timed
 for less than `min_timed_s` (a GPU's steps of milliseconds) runs proportionally more warm-up and timed steps from then
-on, as timeit's autorange does. The benchmark times `single` twice, as two cells (the A/A control): their ratio is the
+on, as timeit's autorange does. A run during which other programs took more than a tenth of the CPU is timed again
+once, in its place. The benchmark times `single` twice, as two cells (the A/A control): their ratio is the
 run's own noise floor.
 """
 
@@ -30,6 +31,7 @@ from parabench.io import read_json, write_json
 from parabench.records import CellRun
 from parabench.runtime.environment import machine_identity
 from parabench.runtime.hardware import Machine, resolve
+from parabench.runtime.load import CONTENDED_SHARE
 from parabench.stats import median_interval
 
 log = logging.getLogger("parabench.cells")
@@ -112,6 +114,12 @@ def run_length(timing: CellTiming, previous: CellRun | None) -> tuple[int, int]:
     return timing.warmup_steps * factor, timing.timed_steps * factor
 
 
+def disturbed(run: CellRun) -> bool:
+    """Whether other programs took more than CONTENDED_SHARE of the machine's CPU while the run was timed: such a run
+    is timed again once, in its place, as hyperfine warns of and pyperf's `system tune` guards against."""
+    return run.other_cpu_share is not None and run.other_cpu_share > CONTENDED_SHARE
+
+
 def precise(entry: CellRuns, within: float) -> bool:
     """Whether a cell's median step is known within `within` (its 95% interval's half-width over the median)."""
     median, low, high = median_interval([run.step_durations for run in entry.runs])
@@ -126,6 +134,7 @@ class StageTime:
     start_up_s: float = 0.0
     timed_steps_s: float = 0.0
     jobs_started: int = 0
+    runs_disturbed: int = 0  # runs timed again: other programs took the CPU meanwhile (disturbed)
 
     def shares(self) -> dict[str, float | int]:
         """The seconds and the shares of the wall time, as results record them."""
@@ -137,6 +146,7 @@ class StageTime:
             "start_up_share": self.start_up_s / wall,
             "timed_steps_share": self.timed_steps_s / wall,
             "jobs_started": self.jobs_started,
+            "runs_disturbed": self.runs_disturbed,
         }
 
 
@@ -175,6 +185,17 @@ def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTi
                     steps,
                 )
                 run = jobs.measure(entry.plan, warmup, steps, apart=entry.cell.control, count_kept=not entry.runs)
+                if disturbed(run):
+                    log.warning(
+                        "round %d: %s on %s: other programs took %.0f%% of the CPU meanwhile; timed again",
+                        round_index + 1,
+                        entry.cell.label,
+                        entry.cell.workload,
+                        100 * (run.other_cpu_share or 0.0),
+                    )
+                    stage.timed_steps_s += sum(run.step_durations)
+                    stage.runs_disturbed += 1
+                    run = jobs.measure(entry.plan, warmup, steps, apart=entry.cell.control, count_kept=not entry.runs)
                 entry.runs.append(run)
                 stage.timed_steps_s += sum(run.step_durations)
                 progress.update()

@@ -104,8 +104,8 @@ def summarize_cells(entries: list[CellRuns]) -> dict[str, Any]:
 
 
 def ratio(figures: dict[str, Any], base: dict[str, Any]) -> tuple[float, float, float]:
-    """A cell's rate over another's, with its 95% bootstrap interval (each global batch counted: under weak scaling
-    the cells' batches differ)."""
+    """A cell's rate over another's, paired by round (stats.ratio_interval), with its 95% bootstrap interval (each
+    global batch counted: under weak scaling the cells' batches differ)."""
     point, low, high = ratio_interval(base["step_durations_by_round"], figures["step_durations_by_round"])
     scale = figures["global_batch"] / base["global_batch"]
     return point * scale, low * scale, high * scale

@@ -179,8 +179,15 @@ def stage_html(benchmark: dict[str, Any]) -> str:
     return (
         f'<p class="note">{html.escape(noise_sentence(benchmark["noise"]))} The stage took {stage["wall_s"]:.0f} s: '
         f"{stage['start_up_share']:.0%} starting workers ({stage['jobs_started']} jobs), "
-        f"{stage['timed_steps_share']:.0%} in timed steps.</p>"
+        f"{stage['timed_steps_share']:.0%} in timed steps{disturbed_clause(stage['runs_disturbed'])}.</p>"
     )
+
+
+def disturbed_clause(runs: int) -> str:
+    """The runs timed again because other programs took the CPU meanwhile, as a clause (nothing when none was)."""
+    if not runs:
+        return ""
+    return f"; {runs} run{'s' if runs > 1 else ''} disturbed by other programs, timed again"
 
 
 def quality_rows(comparison: dict[str, Any]) -> list[dict[str, Any]]:

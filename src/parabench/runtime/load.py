@@ -9,8 +9,9 @@ from parabench.runtime.collectives import gather_objects
 
 # A measurement counts as contended when other work took more than this share of the machine's CPU time.
 CONTENDED_SHARE = 0.10
-# /proc/stat counts in clock ticks (10 ms): shorter intervals than this give no trustworthy share.
-SHORTEST_INTERVAL_S = 1.0
+# /proc/stat counts in clock ticks (10 ms): over 0.25 s a machine of 2 cores has 50 ticks, and a reading is off by a
+# tick or two at either end, a few percent of the share, under CONTENDED_SHARE; shorter intervals tell nothing.
+SHORTEST_INTERVAL_S = 0.25
 
 
 def machine_cpu_seconds() -> float | None:
