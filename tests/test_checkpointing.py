@@ -4,6 +4,7 @@ gradients and BatchNorm statistics alike, with fewer bytes kept for backward; an
 Tolerance: on the CPU the recomputed forward runs the same kernels on the same inputs, so gradients agree to 1e-6.
 """
 
+import copy
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,19 @@ def test_checkpointed_blocks_keep_fewer_bytes_for_backward():
     checkpoint_blocks(checkpointed)
     kept, kept_checkpointed = saved_bytes(plain, images), saved_bytes(checkpointed, images)
     assert kept_checkpointed < 0.6 * kept, f"{kept_checkpointed} bytes kept against {kept}"
+
+
+def test_a_copy_of_a_checkpointed_block_runs_on_its_own_parameters_and_statistics():
+    """The cut times a deep copy of each block (strategies/partition.py): that must leave the original's gradients
+    and BatchNorm statistics as they were, checkpointed or not."""
+    model = make_model()
+    checkpoint_blocks(model)
+    before = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    sandbox = copy.deepcopy(model[0]).train()
+    sandbox(make_data()[0][:8]).sum().backward()
+    assert all(parameter.grad is None for parameter in model.parameters()), "the original got the copy's gradients"
+    assert all(torch.equal(model.state_dict()[name], value) for name, value in before.items()), "statistics moved"
+    assert all(parameter.grad is not None for parameter in sandbox.parameters())
 
 
 def test_a_checkpointed_step_equals_the_plain_one_batchnorm_statistics_included():

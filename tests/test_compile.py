@@ -5,6 +5,7 @@ here stops at the check, named.
 One small model only: inductor compiles a block's forward and backward in C++ in about 10 s on 2 cores.
 """
 
+import copy
 import os
 
 import pytest
@@ -15,6 +16,7 @@ from torch._inductor.runtime.cache_dir_utils import default_cache_dir
 from parabench.config import load_params
 from parabench.engine.plan import check_compile, make_plan
 from parabench.errors import ConfigError
+from parabench.models.checkpointing import checkpoint_blocks
 from parabench.models.compiled import compile_blocks
 from parabench.strategies import STRATEGIES
 
@@ -42,6 +44,26 @@ def test_compiled_blocks_give_the_eager_outputs_and_gradients():
     for grad, expected_grad in zip(grads, expected_grads, strict=True):
         torch.testing.assert_close(grad, expected_grad, rtol=1e-5, atol=1e-5)
     assert all(hasattr(block.forward, "_torchdynamo_orig_callable") for block in compiled), "compiled, not eager"
+    compiled.zero_grad(set_to_none=True)
+    sandbox = copy.deepcopy(compiled[0])  # as the cut times a block (strategies/partition.py)
+    sandbox(inputs).sum().backward()
+    assert all(parameter.grad is None for parameter in compiled.parameters()), "the copy ran the original's weights"
+
+
+@pytest.mark.slow
+def test_compiled_checkpointed_blocks_give_the_eager_outputs_and_gradients():
+    """Both knobs at once: each block compiled, then checkpointed around its compiled forward (the order training.py
+    applies them in: dynamo cannot trace the checkpoint's BatchNorm context inside a compiled graph)."""
+    inputs = torch.randn(4, 6, generator=torch.Generator().manual_seed(1))
+    eager, both = tiny(), tiny()
+    compile_blocks(both)
+    checkpoint_blocks(both)
+    expected, expected_grads = outputs_and_gradients(eager, inputs)
+    got, grads = outputs_and_gradients(both, inputs)
+    assert all(hasattr(block.forward.__func__.args[0], "_torchdynamo_orig_callable") for block in both), "compiled"
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    for grad, expected_grad in zip(grads, expected_grads, strict=True):
+        torch.testing.assert_close(grad, expected_grad, rtol=1e-5, atol=1e-5)
 
 
 def test_dp_and_a_missing_compiler_stop_at_the_check(base_params, write_params, monkeypatch):

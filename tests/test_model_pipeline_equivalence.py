@@ -8,7 +8,8 @@ it is *not* `single` on the whole batch. We prove two exact statements instead o
      outputs concatenated, one mean loss), and differs measurably from `single` on the whole batch.
 Tolerances: outputs and gradients within rtol 1e-5, atol 1e-6 (the same float operations, regrouped);
 parameters after one SGD step (lr 0.1) within rtol 1e-4, atol 1e-6, as in the DDP test. The distributed
-engine runs in 2 real gloo processes; on the CPU its 2 devices are virtual.
+engine runs in 2 real gloo processes; on the CPU its 2 devices are virtual. Under it the knobs compose: checkpointed
+blocks step exactly as plain ones, and a bf16 forward steps as single's at bf16.
 """
 
 from pathlib import Path
@@ -20,6 +21,7 @@ from torch.nn import functional as F
 
 from parabench.batch import Batch
 from parabench.errors import ConfigError
+from parabench.models.checkpointing import checkpoint_blocks
 from parabench.models.d2l_resnet18 import d2l_resnet18
 from parabench.runtime.process import Process
 from parabench.strategies import single
@@ -35,6 +37,10 @@ RTOL, ATOL = 1e-5, 1e-6
 STATE_RTOL, STATE_ATOL = 1e-4, 1e-6
 # (schedule, split_size, BatchNorm training): 1F1B at its steady state, GPipe with the fewest micro-batches.
 DISTRIBUTED_CASES = [("gpipe", 4, False), ("1f1b", 2, False), ("1f1b", 2, True)]
+# The knobs under the distributed 1F1B schedule (BatchNorm frozen): each block checkpointed (the same numbers as
+# without), and the forward at bf16 (single's update at bf16 within 3% of its largest change, as tests/test_precision).
+KNOB_CASES = ["blocks", "bf16-mixed"]
+BF16_UPDATE_TOLERANCE = 0.03
 
 Gradients = dict[str, Tensor]
 
@@ -195,6 +201,20 @@ def distributed_rank(rank: int, world_size: int, out: Path) -> None:
             "reads_inputs": parallel.reads_inputs,
         }
         torch.save(result, out / f"{schedule}-{split_size}-{batchnorm_training}-rank{rank}.pt")
+    for knob in KNOB_CASES:
+        model = make_model()
+        setup = cpu_setup(world_size, split_size=2, engine="distributed", schedule="1f1b")
+        if knob == "blocks":
+            checkpoint_blocks(model)
+        else:
+            setup = setup.model_copy(update={"precision": knob})
+        parallel = PIPELINE.apply(model, process, setup)
+        parallel.module.eval()
+        optimizer = torch.optim.SGD(parallel.module.parameters(), lr=LR)
+        optimizer.zero_grad()
+        parallel.train_step(Batch(*make_data()), F.cross_entropy)
+        optimizer.step()
+        torch.save(parallel.full_state_dict(), out / f"{knob}-rank{rank}.pt")
 
 
 def single_after_step(split_size: int, batchnorm_training: bool) -> tuple[dict[str, Tensor], Tensor]:
@@ -208,6 +228,18 @@ def single_after_step(split_size: int, batchnorm_training: bool) -> tuple[dict[s
     F.cross_entropy(outputs, labels).backward()
     optimizer.step()
     return {name: value.detach() for name, value in model.state_dict().items()}, outputs.detach()
+
+
+def single_at_bf16() -> dict[str, Tensor]:
+    """`single`'s state after one SGD step of the whole batch with its forward at bf16 (BatchNorm frozen)."""
+    setup = cpu_setup().model_copy(update={"precision": "bf16-mixed"})
+    parallel = single.STRATEGY.apply(make_model(), CPU_PROCESS, setup)
+    parallel.module.eval()
+    optimizer = torch.optim.SGD(parallel.module.parameters(), lr=LR)
+    optimizer.zero_grad()
+    parallel.train_step(Batch(*make_data()), F.cross_entropy)
+    optimizer.step()
+    return {name: value.detach() for name, value in parallel.full_state_dict().items()}
 
 
 @pytest.mark.slow
@@ -227,6 +259,16 @@ def test_pipeline_distributed_equals_single(tmp_path):
         )
         assert last["details"]["micro_batches"] == BATCH // split_size
         assert last["details"]["schedule"] == schedule and last["details"]["cut"] == [4, 2]
+    plain, _ = single_after_step(BATCH, batchnorm_training=False)
+    assert_same(torch.load(tmp_path / "blocks-rank0.pt"), plain, rtol=STATE_RTOL, atol=STATE_ATOL)
+    before, at_bf16 = make_model().state_dict(), single_at_bf16()
+    update = {name: at_bf16[name] - before[name] for name, _ in make_model().named_parameters()}
+    largest = max(float(change.abs().max()) for change in update.values())
+    off = max_difference(
+        {name: torch.load(tmp_path / "bf16-mixed-rank0.pt")[name] - before[name] for name in update}, update
+    )
+    assert largest > 1e-3 and off <= BF16_UPDATE_TOLERANCE * largest, f"bf16 pipeline off by {off:.3g} of {largest:.3g}"
+    assert max_difference(at_bf16, plain) > off, "bf16 changes the step more than the pipeline does at bf16"
     trained_batchnorm = torch.load(tmp_path / "1f1b-2-True-rank0.pt")["state"]
     whole_batch, _ = single_after_step(BATCH, batchnorm_training=True)
     assert max_difference(trained_batchnorm, whole_batch) > 100 * STATE_ATOL, "per-micro-batch BatchNorm should differ"

@@ -129,10 +129,10 @@ def build_trainer(
         workload.initialize(model, settings)
     else:
         model = workload.model_holding(settings, model_state)
-    if plan.activation_checkpointing == "blocks":
-        checkpoint_blocks(model)
     if plan.compile:
         compile_blocks(model)
+    if plan.activation_checkpointing == "blocks":  # around the compiled forward: dynamo cannot trace its context
+        checkpoint_blocks(model)
     parallel = plan.strategy.apply(model, process, plan.setup)
     groups = workload.param_groups(parallel.named_parameters(), settings)
     optimizer = workload.optimizer(

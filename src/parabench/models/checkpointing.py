@@ -3,12 +3,15 @@ keeps only its input for backward and runs its forward again there (torch.utils.
 compute for peak memory. Applied to the plain model before any strategy, so that every strategy's cut, wrapper or
 shard runs the checkpointed blocks; parameter names do not change."""
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any, Literal
 
 from torch import nn
 from torch.utils.checkpoint import checkpoint
+
+from parabench.models.block_forward import forward_function, replace_forward
 
 Checkpointing = Literal["none", "blocks"]  # params.yaml `activation_checkpointing`
 
@@ -33,17 +36,19 @@ def batchnorm_statistics_kept(block: nn.Module) -> Iterator[None]:
                 norm.num_batches_tracked.copy_(count)
 
 
+def checkpointed_forward(forward: Callable[..., Any], block: nn.Module, *inputs: Any) -> Any:
+    """`forward` of `block` under torch.utils.checkpoint, the block's BatchNorm statistics counted once."""
+    return checkpoint(
+        forward,
+        block,
+        *inputs,
+        use_reentrant=False,
+        context_fn=lambda: (nullcontext(), batchnorm_statistics_kept(block)),
+    )
+
+
 def checkpoint_blocks(model: nn.Sequential) -> None:
-    """Make each block of `model` checkpointed: its forward, called as usual, saves only its inputs for backward."""
+    """Make each block of `model` checkpointed: its forward as it is (its class's, or compiled: compiled.py), called as
+    usual, saves only its inputs for backward."""
     for block in model:
-        forward = block.forward
-
-        def checkpointed(*inputs: Any, forward: Any = forward, block: nn.Module = block) -> Any:
-            return checkpoint(
-                forward,
-                *inputs,
-                use_reentrant=False,
-                context_fn=lambda: (nullcontext(), batchnorm_statistics_kept(block)),
-            )
-
-        block.forward = checkpointed
+        replace_forward(block, functools.partial(checkpointed_forward, forward_function(block)))

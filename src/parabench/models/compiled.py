@@ -16,6 +16,8 @@ import os
 
 from torch import nn
 
+from parabench.models.block_forward import forward_function, replace_forward
+
 RECOMPILE_LIMIT = 64
 
 
@@ -30,4 +32,4 @@ def compile_blocks(model: nn.Sequential) -> None:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = f"{default}-{capability}"
     torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, RECOMPILE_LIMIT)
     for block in model:
-        block.forward = torch.compile(block.forward, fullgraph=True)
+        replace_forward(block, torch.compile(forward_function(block), fullgraph=True))
