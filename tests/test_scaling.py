@@ -31,14 +31,17 @@ def test_a_data_parallel_cell_is_predicted_from_the_ceiling_and_the_probe_s_all_
     assert ddp["predicted_step_s"] == pytest.approx(expected)
     assert ddp["measured_step_s"] == cells["ddp"]["step_time_s"]["median"]
     assert ddp["error"] == pytest.approx(expected / ddp["measured_step_s"] - 1)
-    assert {check["cell"] for check in prediction["checks"]} == {"ddp"}, "single-process cells are not checked"
+    assert {check["cell"] for check in prediction["checks"]} == {"ddp"}, "a cut without stage times is not checked"
     assert prediction["median_abs_error"] == pytest.approx(abs(ddp["error"]))
 
 
 def test_predictions_at_more_devices_name_their_link_and_are_unvalidated_off_this_machine():
     prediction = predict(summarize_cells(entries()), OPTIONS, PROBE)
     rows = {(row["strategy"], row["devices"]): row for row in prediction["predictions"]}
-    assert set(rows) == {(strategy, n) for strategy in ("ddp", "allreduce", "fsdp", "pipeline") for n in (4, 64)}
+    strategies = ("ddp", "allreduce", "fsdp", "pipeline", "model_parallel")
+    assert set(rows) == {(strategy, n) for strategy in strategies for n in (4, 64)}
+    assert rows["model_parallel", 64]["speedup"] == pytest.approx(1.0), "stages one after another: memory, not speed"
+    assert rows["model_parallel", 64]["exposed_share"] > rows["model_parallel", 4]["exposed_share"] > 0, "idle stages"
     assert rows["ddp", 4]["link"].startswith("measured: gloo") and rows["ddp", 64]["link"].startswith(
         "network ethernet25"
     )
@@ -78,3 +81,14 @@ def test_a_sweep_s_distributed_pipeline_cells_are_predicted_from_their_stages_an
     (only,) = checked_sweep_cells([single, gpipe, inprocess])
     assert only["cell"] == "gpipe 2" and only["predicted_step_s"] == pytest.approx(4 * 0.3 + 0.1 + 0.03)
     assert only["error"] == pytest.approx(1.33 / 1.5 - 1) and only["within"] is True
+
+
+def test_model_parallel_is_predicted_as_a_pipeline_of_one_micro_batch():
+    benchmark = summarize_cells(entries())
+    cells = benchmark["cells"]
+    cells["model_parallel"]["strategy_details"] = {"cut": [3, 3], "stage_seconds": [0.03, 0.05]}
+    prediction = predict(benchmark, OPTIONS, PROBE)
+    (checked,) = [check for check in prediction["checks"] if check["cell"] == "model_parallel"]
+    parts = cells["single"]["time_split_s"]
+    assert checked["predicted_step_s"] == pytest.approx(0.03 + 0.05 + parts["input"] + parts["optimizer"])
+    assert checked["predicted_exposed_communication_s"] == pytest.approx(0.03), "the first stage idles meanwhile"

@@ -10,7 +10,8 @@ backward pass outlasts, on devices of their own only (on one CPU the communicati
 fsdp adds two all-gathers of the parameters and a reduce-scatter of the gradients, each over the probe's fit to that
 collective, and the copies in and out around them. A distributed pipeline takes its
 schedule's bound over its stages' forward and backward seconds, timed one by one on one device (its
-`stage_seconds`), plus single's input and optimizer. Each is compared with the cell's own median step.
+`stage_seconds`), plus single's input and optimizer; model_parallel is that pipeline with one micro-batch, its stages
+one after another (on a CPU, one process on virtual devices). Each is compared with the cell's own median step.
 
 The extension. At N devices of their own (strong scaling: the global batch shared), one replica computes 1/N of
 single's step; the link is the probe's (or predict.interconnect) within a node and predict.network beyond
@@ -38,7 +39,8 @@ GRADIENT_BYTES_PER_PARAMETER = 4  # float32
 DDP_BUCKET_BYTES = 25 * 2**20  # DistributedDataParallel's default bucket_cap_mb
 BACKWARD_SHARE = 2 / 3  # of forward and backward: the backward pass does about twice the forward's work
 GOAL, MEDIAN_GOAL = 0.15, 0.08  # each cell within 15% (or 3x its own noise, where larger); the median within 8%
-PREDICTED = ("ddp", "allreduce", "fsdp", "pipeline")
+PREDICTED = ("ddp", "allreduce", "fsdp", "pipeline", "model_parallel")
+STAGED = ("pipeline", "model_parallel")  # a cut model: predicted from its stages' seconds
 
 
 def measured_links(probe: dict[str, Any]) -> Links | None:
@@ -138,13 +140,16 @@ def check(label: str, figures: dict[str, Any], predicted: StepPrediction) -> dic
     }
 
 
-def pipelined(figures: dict[str, Any], single: dict[str, Any]) -> StepPrediction | None:
-    """A distributed pipeline's step: its schedule's bound over its stages' seconds (timed one by one on one device),
-    plus single's input and optimizer; None for a pipeline that is not distributed or has no stage times."""
+def pipelined(figures: dict[str, Any], single: dict[str, Any], model_parallel: bool) -> StepPrediction | None:
+    """A cut model's step: its schedule's bound over its stages' seconds (timed one by one on one device), plus single's
+    input and optimizer. A distributed pipeline's schedule runs its micro-batches; model_parallel is a pipeline of one
+    micro-batch, its stages one after another. None for the in-process pipeline (one process's stages cannot overlap)
+    and for a cut without stage times."""
     details = figures.get("strategy_details", {})
-    if figures.get("processes", 1) < 2 or details.get("engine") != "distributed" or not details.get("stage_seconds"):
+    distributed = figures.get("processes", 1) > 1 and details.get("engine") == "distributed"
+    if not details.get("stage_seconds") or not (distributed or model_parallel):
         return None
-    step = pipeline_step(details["stage_seconds"], details.get("micro_batches", 1))
+    step = pipeline_step(details["stage_seconds"], details.get("micro_batches", 1) if distributed else 1)
     parts = single["time_split_s"]
     return StepPrediction(step.compute_s + parts["input"] + parts["optimizer"], step.exposed_communication_s)
 
@@ -157,10 +162,10 @@ def checked_cells(cells: dict[str, dict[str, Any]], parameters: int, links: Link
         return []
     checks = []
     for label, figures in cells.items():
-        if label not in PREDICTED or figures.get("status") != "ran" or figures["processes"] < 2:
+        if label not in PREDICTED or figures.get("status") != "ran" or figures["devices"] < 2:
             continue
-        if label == "pipeline":
-            predicted = pipelined(figures, single)
+        if label in STAGED:
+            predicted = pipelined(figures, single, label == "model_parallel")
             if predicted is None:
                 continue
         else:
@@ -188,13 +193,14 @@ def check_row(check: dict[str, Any]) -> dict[str, str]:
 
 
 def checked_sweep_cells(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Predicted against measured, for every distributed pipeline cell of a sweep (against its `single` line)."""
+    """Predicted against measured, for every distributed pipeline cell of a sweep and its model_parallel line (against
+    its `single` line)."""
     single = next((cell for cell in cells if cell["curve"] == "single" and cell["status"] == "ran"), None)
     if single is None:
         return []
     checks = []
     for cell in cells:
-        predicted = pipelined(cell, single) if cell["status"] == "ran" else None
+        predicted = pipelined(cell, single, cell["curve"] == "model_parallel") if cell["status"] == "ran" else None
         if predicted is not None:
             checks.append(check(f"{cell['curve']} {cell['value']}", cell, predicted))
     return checks
@@ -211,9 +217,9 @@ def extended(
     for devices in options.devices:
         links, link_text, measured = link_at(devices, options, probe)
         for strategy in PREDICTED:
-            if strategy == "pipeline":
-                stage = forward_backward / devices / micro_batches
-                bound = pipeline_step([stage] * devices, micro_batches)
+            if strategy in STAGED:
+                each = micro_batches if strategy == "pipeline" else 1
+                bound = pipeline_step([forward_backward / devices / each] * devices, each)
                 step = StepPrediction(bound.compute_s + single_step - forward_backward, bound.exposed_communication_s)
             else:
                 compute = single_step / devices
@@ -226,7 +232,7 @@ def extended(
                     "speedup": speedup,
                     "efficiency": speedup / devices,
                     "exposed_share": step.exposed_communication_s / step.step_s,
-                    "link": "pipeline stages (no transfers modelled)" if strategy == "pipeline" else link_text,
+                    "link": f"{strategy} stages (no transfers modelled)" if strategy in STAGED else link_text,
                     "validated": measured and not virtual,
                 }
             )
