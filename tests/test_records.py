@@ -6,8 +6,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from parabench.records import CellRun, RunRecord, reference
+from parabench.engine.cells import StageTime
+from parabench.records import BenchmarkResults, CellRun, RunRecord, reference
+from parabench.report.benchmark import summarize_cells
 from tests.setups import run_record
+from tests.test_benchmark_report import entries
 
 METRICS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "metrics.md"
 
@@ -32,3 +35,17 @@ def test_the_metrics_page_lists_every_field_as_the_records_describe_it():
     assert reference() in METRICS_PAGE.read_text(), (
         "docs/metrics.md's last section differs from the records: paste `python -m parabench.records` there"
     )
+
+
+def test_a_benchmark_summary_holds_its_schema_and_refuses_a_misspelt_or_unknown_figure():
+    """What the speedup stage writes to results/benchmark/<workload>.json (report/benchmark.write_benchmark)."""
+    summary = {**summarize_cells(entries()), "stage": StageTime(wall_s=1.0).shares(), "choices": {}}
+    results = BenchmarkResults.model_validate(summary)
+    assert results.cells["dp"].status == "skipped" and results.cells["ddp"].status == "ran"
+    ddp = summary["cells"]["ddp"]
+    for wrong, named in (
+        ({"speedup_verdict": "quicker"}, "speedup_verdict"),
+        ({"samples_per_s": 1.0}, "samples_per_s"),
+    ):
+        with pytest.raises(ValidationError, match=named):
+            BenchmarkResults.model_validate({**summary, "cells": {**summary["cells"], "ddp": {**ddp, **wrong}}})

@@ -1,15 +1,17 @@
-"""What the workers measure, as typed records: a training run, a timed benchmark or sweep cell, and the evaluation.
+"""What the workers measure, as typed records: a training run, a timed benchmark or sweep cell, the evaluation, and a
+workload's benchmark summary.
 
 The training worker (engine/worker.py) writes a RunRecord to results/{train,reference}/<workload>.json, a cell
 worker a CellRun for each round of a cell (kept in results/benchmark_cells/ and results/sweep_cells/), the evaluate
 stage an Evaluation to results/eval/<workload>.json; the report reads them back through these models, never by
-string keys. Each field says what it is once, here; docs/metrics.md's last section is printed from these
-(tests/test_records.py holds the two equal).
+string keys. The speedup stage writes a workload's benchmark summary as BenchmarkResults, validated as written (the
+report's pages still read that file as plain JSON). Each field says what it is once, here; docs/metrics.md's last
+section is printed from these (tests/test_records.py holds the two equal).
 
     python -m parabench.records    # every record's fields and meanings: docs/metrics.md's last section
 """
 
-from typing import Any, get_args
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -138,10 +140,109 @@ class Evaluation(Record):
     )
 
 
+Verdict = Literal["faster", "slower", "no detectable difference"]  # stats.ratio_verdict
+
+
+class CellFigures(Record):
+    """A benchmark cell that ran, summarised over its rounds (report/benchmark.py): its rate, its speedup over single
+    and its efficiency against the ceiling, each with its interval and verdict, and where its median step went."""
+
+    status: Literal["ran"] = Field(description="the cell ran (a skipped one holds only `status` and `reason`)")
+    unit: str = Field(description="what a batch is made of: sample or episode")
+    rate: float = Field(description="units a second at the median step of every round's steps together")
+    rate_ci95: list[float] = Field(description="the rate's 95% bootstrap interval (each round resampled in itself)")
+    median_precision: float = Field(description="half the median step's 95% interval, over the median")
+    step_durations_by_round: list[list[float]] = Field(description="every timed step, round by round, in seconds")
+    rate_slowest_round: float = Field(description="the rate at the slowest round's median step")
+    rate_fastest_round: float = Field(description="the rate at the fastest round's median step")
+    step_time_s: StepTimes = Field(description="the steps of every round together")
+    rounds: int = Field(description="how many rounds timed the cell")
+    global_batch: int = Field(description="units per step over every replica")
+    processes: int = Field(description="processes the cell ran in")
+    devices: int = Field(description="devices the cell used (virtual ones on a CPU)")
+    devices_virtual: bool = Field(description="several devices that are one CPU's cores")
+    data_parallel: bool = Field(description="replicas of the whole model, each on its share of the batch")
+    other_cpu_share: float | None = Field(description="the largest share of the CPU other programs took in a round")
+    contended: bool = Field(description="other_cpu_share above 10%")
+    peak_memory_mb: dict[str, float] = Field(description="the largest peak over the rounds, per rank and device")
+    memory_kind: str = Field(description="what peak_memory_mb counts: CUDA allocations or the process's RSS")
+    saved_for_backward_mb: dict[str, float] | None = Field(description="per rank, what autograd kept for backward")
+    parameters: int = Field(description="the plain model's trained parameters")
+    strategy_details: dict[str, Any] = Field(description="what the strategy reports of itself (cut, buckets, ...)")
+    environment: dict[str, Any] = Field(description="the machine, software and process layout it ran on")
+    time_split_s: dict[str, float] = Field(description="the median step split into its parts (docs/metrics.md)")
+    time_split_vs_step: float = Field(description="the parts' sum over the median step, minus 1")
+    time_split_adds_up: bool = Field(description="the parts add up to the median step within 10%")
+    gradient_allreduce_s: float | None = Field(description="one all-reduce of all the gradients at once")
+    communication_share: float | None = Field(description="the median step's share spent communicating")
+    communication_hidden_share: float | None = Field(description="the share of that all-reduce hidden by backward")
+    speedup: float | None = Field(description="the cell's rate over single's, rounds paired (stats.ratio_interval)")
+    speedup_ci95: list[float] | None = Field(description="its 95% bootstrap interval, rounds paired")
+    speedup_verdict: Verdict | None = Field(description="against 1 and the noise floor")
+    scaling_efficiency: float | None = Field(description="speedup over devices")
+    efficiency_vs_ceiling: float | None = Field(description="the rate over the ceiling's (data-parallel cells)")
+    efficiency_vs_ceiling_ci95: list[float] | None = Field(description="its 95% bootstrap interval")
+    efficiency_vs_ceiling_verdict: Verdict | None = Field(description="against 1 and the noise floor")
+
+
+class SkippedCell(Record):
+    """A benchmark cell that could not run here, planned as skipped before any heavy work."""
+
+    status: Literal["skipped"] = Field(description="skipped: the cell could not run here")
+    reason: str = Field(description="why, and what to do")
+
+
+class NoiseFloor(Record):
+    """The A/A control: single timed again as a cell of its own; how far apart the two landed."""
+
+    floor: float | None = Field(description="how far from 1 the A/A interval reaches (0.05: 5%); None: no control")
+    control: str = Field(description="the control cell's label")
+    aa_ratio: float | None = Field(default=None, description="single's rate over the control's")
+    aa_ci95: list[float] | None = Field(default=None, description="its 95% bootstrap interval")
+    why_none: str | None = Field(default=None, description="why no floor was measured")
+
+
+class Ranking(Record):
+    """Which strategy is fastest, named only beyond the noise floor; else the strategies tied with the best."""
+
+    fastest: str | None = Field(description="the fastest strategy, beyond the noise; None: a tie or nothing ran")
+    tied: list[str] = Field(description="the strategies within the noise of the best, best first")
+    best_measured: str | None = Field(default=None, description="the best measured rate, tie or not")
+    runner_up: str | None = Field(default=None, description="the next best")
+    margin: float | None = Field(description="the best's rate over the runner-up's")
+    margin_ci95: list[float] | None = Field(description="its 95% bootstrap interval")
+
+
+class StageShares(Record):
+    """Where a timing stage's seconds went."""
+
+    wall_s: float = Field(description="the whole stage")
+    start_up_s: float = Field(description="starting worker processes")
+    timed_steps_s: float = Field(description="the timed steps themselves")
+    start_up_share: float = Field(description="start_up_s over wall_s")
+    timed_steps_share: float = Field(description="timed_steps_s over wall_s")
+    jobs_started: int = Field(description="worker jobs started")
+    runs_disturbed: int = Field(description="runs timed again: other programs took over 10% of the CPU meanwhile")
+
+
+class BenchmarkResults(Record):
+    """A workload's benchmark, summarised by the speedup stage from what the benchmark stage measured."""
+
+    cells: dict[str, Annotated[CellFigures | SkippedCell, Field(discriminator="status")]] = Field(
+        description="label -> the cell's figures, or why it was skipped"
+    )
+    noise: NoiseFloor = Field(description="the A/A control and the noise floor it sets")
+    flags: dict[str, str] = Field(description="label -> why the cell's figure is not an answer")
+    ranking: Ranking = Field(description="the fastest strategy, or the tie")
+    stage: StageShares = Field(description="where the benchmark stage's time went")
+    choices: dict[str, Any] = Field(description="the workload's settings shown beside its metrics")
+
+
 RECORDS: dict[str, type[Record]] = {
     "results/{train,reference}/<workload>.json": RunRecord,
     "results/{benchmark,sweep}_cells/<name>.json, each cell's runs": CellRun,
     "results/eval/<workload>.json": Evaluation,
+    "results/benchmark/<workload>.json": BenchmarkResults,
 }
 
 
@@ -150,10 +251,24 @@ def field_lines(model: type[Record], prefix: str = "") -> list[str]:
     lines = []
     for name, field in model.model_fields.items():
         lines.append(f"- `{prefix}{name}`: {field.description}")
-        for nested in (field.annotation, *get_args(field.annotation)):
-            if isinstance(nested, type) and issubclass(nested, Record):
-                lines += field_lines(nested, f"{prefix}{name}.")
+        for nested, key in nested_records(field.annotation):
+            lines += field_lines(nested, f"{prefix}{name}.{key}")
     return lines
+
+
+def nested_records(annotation: Any, key: str = "") -> list[tuple[type[Record], str]]:
+    """Each record a field's type holds (itself, optional, in a union, or as a mapping's values), with the part of the
+    name a mapping adds (`<key>.`)."""
+    if isinstance(annotation, type) and issubclass(annotation, Record):
+        return [(annotation, key)]
+    if get_origin(annotation) is dict:
+        return nested_records(get_args(annotation)[1], f"{key}<key>.")
+    found: list[tuple[type[Record], str]] = []
+    for inner in get_args(annotation):
+        for record, inner_key in nested_records(inner, key):
+            if record not in [seen for seen, _ in found]:
+                found.append((record, inner_key))
+    return found
 
 
 def reference() -> str:

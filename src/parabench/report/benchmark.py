@@ -11,6 +11,7 @@ from parabench.engine.cells import CEILING, CONTROL, CellRuns, MeasuredCells
 from parabench.engine.timing import summarize
 from parabench.io import write_atomic, write_json
 from parabench.paths import benchmark_figure_file, benchmark_table_file, results_file
+from parabench.records import BenchmarkResults
 from parabench.report.benchmark_figure import draw
 from parabench.report.time_split import PART_MEANINGS, time_split, typical_parts
 from parabench.runtime.environment import describe, machine_line
@@ -269,4 +270,5 @@ def write_benchmark(workload: str, measured: MeasuredCells, choices: dict[str, A
     rows = table(cells)
     write_atomic(benchmark_table_file(workload), lambda tmp: rows.to_csv(tmp, index=False, float_format="%.6g"))
     draw(workload, rows, skipped(cells), machine_line(measured.environment), benchmark_figure_file(workload))
-    write_json(results_file("benchmark", workload), {**summary, "stage": measured.stage.shares(), "choices": choices})
+    results = BenchmarkResults.model_validate({**summary, "stage": measured.stage.shares(), "choices": choices})
+    write_json(results_file("benchmark", workload), results.model_dump(mode="json"))
