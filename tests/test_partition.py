@@ -115,3 +115,14 @@ def test_a_warm_worker_times_a_model_on_a_sample_once_and_cuts_every_round_alike
         assert partition.block_times(model, torch.rand(2, 1, 12, 12)) != first, "another sample shape: timed again"
     assert measured == [(4, 1, 12, 12)] * 3 + [(2, 1, 12, 12)]
     assert partition.block_times(model, sample) != first, "after it: timed again"
+
+
+def test_the_first_block_is_timed_as_the_model_runs_it_without_its_input_s_gradient():
+    """The first block's input is the data, whose gradient the model never computes: timing it would add a sixth to
+    miniImageNet's first block. Every later block's backward computes its input's gradient, as in the model."""
+    model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))
+    needs = {0: set(), 1: set()}
+    for index, block in enumerate(model):
+        block.register_forward_pre_hook(lambda module, args, index=index: needs[index].add(args[0].requires_grad))
+    partition.block_times(model, torch.randn(3, 4), repeats=1)
+    assert needs[0] == {False} and True in needs[1]

@@ -1,4 +1,4 @@
-"""What more devices would buy: the prediction checked at a benchmark's multi-process cells from the ceiling's compute
+"""What more devices would buy: the prediction checked at a benchmark's multi-device cells from the ceiling's compute
 and the probe's link, and extended to predict.devices over the links params.yaml names."""
 
 import pytest

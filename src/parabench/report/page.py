@@ -231,7 +231,7 @@ def probe_html() -> str:
 
 
 def prediction_html(workload: str) -> str:
-    """What more devices would buy (results/prediction/): predicted against measured at each multi-process cell,
+    """What more devices would buy (results/prediction/): predicted against measured at each multi-device cell,
     then each strategy's predicted speedup (efficiency) per device count, marked unvalidated off this machine, and
     what limits ddp at the largest count; nothing where the predict stage has not run."""
     path = results_file("prediction", workload)
@@ -248,9 +248,10 @@ def prediction_html(workload: str) -> str:
     neck = prediction.get("bottleneck")
     parts = [
         "<h3>What more devices would buy here (PREDICTED)</h3>",
-        '<p class="note">Predicted against measured at each multi-process cell of the benchmark (one replica\'s '
-        "compute from the ceiling, the communication from the probe's link; docs/prediction.md):</p>",
-        table_html(checks) or '<p class="note">No multi-process cell to check here.</p>',
+        '<p class="note">Predicted against measured at each multi-device cell of the benchmark (one replica\'s '
+        "compute from the ceiling, the communication from the probe's link; a cut model's stages timed one by one; "
+        "docs/prediction.md):</p>",
+        table_html(checks) or '<p class="note">No multi-device cell to check here.</p>',
         '<p class="note">Each strategy\'s predicted speedup over single (efficiency) on devices of their own, the '
         "global batch shared; * unvalidated: another link kind, or devices unlike this machine's.</p>",
         table_html(list(grid.values())),

@@ -1,5 +1,5 @@
 """What more devices would buy here: each strategy's step predicted (prediction.py) from one-device measurements and
-the probe's links, checked against every multi-process cell of the benchmark, then extended to predict.devices.
+the probe's links, checked against every multi-device cell of the benchmark, then extended to predict.devices.
 
 The check. At a measured cell of N processes, one replica's compute is the ceiling cell's median step (N copies of
 `single` side by side, each on its share of the batch, no communication: on a CPU they share its cores, caches and
@@ -155,7 +155,7 @@ def pipelined(figures: dict[str, Any], single: dict[str, Any], model_parallel: b
 
 
 def checked_cells(cells: dict[str, dict[str, Any]], parameters: int, links: Links | None) -> list[dict[str, Any]]:
-    """Predicted against measured, for every multi-process cell of a predicted strategy (none without a measured
+    """Predicted against measured, for every multi-device cell of a predicted strategy (none without a measured
     link, a ceiling or single)."""
     ceiling, single = cells.get("ceiling", {}), cells.get("single", {})
     if links is None or ceiling.get("status") != "ran" or single.get("status") != "ran":
@@ -202,7 +202,8 @@ def checked_sweep_cells(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for cell in cells:
         predicted = pipelined(cell, single, cell["curve"] == "model_parallel") if cell["status"] == "ran" else None
         if predicted is not None:
-            checks.append(check(f"{cell['curve']} {cell['value']}", cell, predicted))
+            label = cell["curve"] if cell["value"] is None else f"{cell['curve']} {cell['value']}"
+            checks.append(check(label, cell, predicted))
     return checks
 
 
