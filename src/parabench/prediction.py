@@ -38,6 +38,7 @@ class Links:
     all_gather: Link
     reduce_scatter: Link
     copy_bytes_per_s: float = float("inf")  # a copy within a device's memory (bucketing); unknown: free
+    shard_unit_s: float = 0.0  # what fully sharding one more block adds to a step, its bytes aside; unknown: free
 
     @classmethod
     def alike(cls, link: Link) -> "Links":
@@ -183,17 +184,19 @@ def data_parallel_step(
 
 
 def sharded_step(
-    compute_s: float, parameter_bytes: float, links: Links, ranks: int, gathers_per_step: int = 2
+    compute_s: float, parameter_bytes: float, links: Links, ranks: int, gathers_per_step: int, units: int
 ) -> StepPrediction:
     """fsdp: every parameter all-gathered for forward and (full sharding, resharded after forward) again for backward
     (`gathers_per_step` 2; grad_op keeps them gathered: 1), every gradient reduce-scattered, none of it hidden (an
-    upper bound where prefetching overlaps it); and the copies around them, at the links' copy bandwidth: each
-    all-gather copies the local shard in and the whole parameters out, the reduce-scatter the whole gradients in and
-    the shard out ((gathers + 1) x (1 + 1/n) times the parameters' bytes: 3 + 3/n for full sharding)."""
+    upper bound where prefetching overlaps it); each of its `units` sharded blocks' fixed cost (the links'
+    shard_unit_s: hooks, collectives of a few bytes, bookkeeping); and the copies around the collectives, at the links'
+    copy bandwidth: each all-gather copies the local shard in and the whole parameters out, the reduce-scatter the
+    whole gradients in and the shard out ((gathers + 1) x (1 + 1/n) times the parameters' bytes: 3 + 3/n for full
+    sharding)."""
     gathers = gathers_per_step * collective_seconds(links.all_gather, "all_gather", parameter_bytes, ranks)
     scatter = collective_seconds(links.reduce_scatter, "reduce_scatter", parameter_bytes, ranks)
     copies = (gathers_per_step + 1) * (1 + 1 / ranks) * parameter_bytes / links.copy_bytes_per_s
-    return StepPrediction(compute_s + copies, gathers + scatter)
+    return StepPrediction(compute_s + copies, gathers + scatter + units * links.shard_unit_s)
 
 
 def pipeline_step(stage_seconds: list[float], micro_batches: int) -> StepPrediction:

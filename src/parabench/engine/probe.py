@@ -1,7 +1,8 @@
 """The collective probe: all-reduce, all-gather, reduce-scatter and send/recv timed over message sizes from a few
 bytes up to `predict.probe_max_bytes`, on the backend and devices the data-parallel runs use, with latency and
-bandwidth fitted per collective (prediction.fit_link) and algbw and busbw per size, as nccl-tests reports them; and
-the bandwidth of a copy within a device's memory at the largest size (what bucketing gradients costs).
+bandwidth fitted per collective (prediction.fit_link) and algbw and busbw per size, as nccl-tests reports them; the
+bandwidth of a copy within a device's memory at the largest size (what bucketing gradients costs); and what fully
+sharding one more block adds to a step, its bytes aside (FSDP's fixed cost per block).
 
     python -m parabench.engine.probe MACHINE.json LARGEST_BYTES OUT.json     (under torchrun: one rank per device;
                                                                             probe_links starts them)
@@ -21,6 +22,7 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
+from torch import nn
 
 from parabench.cli import stage_main
 from parabench.io import write_json
@@ -36,6 +38,7 @@ PROBE_MODULE = "parabench.engine.probe"
 SMALLEST_BYTES = 4
 SIZE_FACTOR = 8  # each size 8x the last: 4 B, 32 B, ... up to the largest
 REPEATS = 5  # timed calls per size (the median is kept), after one untimed call
+SHARDED_UNITS = 8  # blocks of the tiny model that times what sharding one more block costs
 
 
 def probe_sizes(largest_bytes: int) -> list[int]:
@@ -118,12 +121,38 @@ def copy_bandwidth(size_bytes: int, process: Process) -> float:
     return size_bytes / timed_seconds(lambda: target.copy_(source), process)
 
 
+def shard_unit_seconds(process: Process) -> float:
+    """What fully sharding one more block (FSDP2's fully_shard) adds to a forward and backward, its bytes aside: a
+    model of SHARDED_UNITS linear blocks of 20 parameters each, timed sharded block by block and plain, the difference
+    per block (its hooks, its two all-gathers and reduce-scatter of a few bytes, and their bookkeeping)."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    def blocks() -> nn.Sequential:
+        torch.manual_seed(0)
+        return nn.Sequential(*(nn.Linear(4, 4) for _ in range(SHARDED_UNITS))).to(process.device)
+
+    plain, sharded = blocks(), blocks()
+    mesh = init_device_mesh(process.device.type, (process.world_size,))
+    for block in sharded:
+        fully_shard(block, mesh=mesh)
+    fully_shard(sharded, mesh=mesh)
+    inputs = torch.randn(2, 4, device=process.device)
+
+    def step(model: nn.Module) -> Callable[[], object]:
+        return lambda: model(inputs).sum().backward()
+
+    sharded_s, plain_s = timed_seconds(step(sharded), process), timed_seconds(step(plain), process)
+    return max(0.0, (sharded_s - plain_s) / SHARDED_UNITS)
+
+
 def probe(machine: Machine, largest_bytes: int, out: Path) -> None:
     """Time every collective over this job's ranks; rank 0 writes what it measured and where."""
     process = start(machine)
     sizes = probe_sizes(largest_bytes)
     collectives = {collective: probe_collective(collective, sizes, process) for collective in COLLECTIVES}
     copy_bytes_per_s = copy_bandwidth(sizes[-1], process)
+    shard_unit_s = shard_unit_seconds(process)
     if process.is_main:
         write_json(
             out,
@@ -135,6 +164,7 @@ def probe(machine: Machine, largest_bytes: int, out: Path) -> None:
                 "repeats": REPEATS,
                 "collectives": collectives,
                 "copy_bytes_per_s": copy_bytes_per_s,
+                "shard_unit_s": shard_unit_s,
                 "environment": machine_identity(),
             },
         )

@@ -57,7 +57,7 @@ def measured_links(probe: dict[str, Any]) -> Links | None:
         return Link(measured["latency_s"], 1 / measured["bandwidth_bytes_per_s"])
 
     copies = probe.get("copy_bytes_per_s") or float("inf")
-    return Links(link("all_reduce"), link("all_gather"), link("reduce_scatter"), copies)
+    return Links(link("all_reduce"), link("all_gather"), link("reduce_scatter"), copies, probe.get("shard_unit_s", 0.0))
 
 
 def probe_rows(probe: dict[str, Any]) -> list[dict[str, str]]:
@@ -106,12 +106,15 @@ def strategy_step(
     devices: int,
     own_devices: bool,
     sharding: str = "full",
+    sharded_blocks: int = 0,
 ) -> StepPrediction:
     """The predicted step of a data-parallel or sharded strategy over `devices` replicas computing `compute_s` each;
-    fsdp by its `sharding` (none: all-reduced block by block as ddp's buckets; hybrid as full, within a node)."""
+    fsdp by its `sharding` (none: all-reduced block by block as ddp's buckets; hybrid as full, within a node) over its
+    `sharded_blocks`."""
     gradient_bytes = parameters * GRADIENT_BYTES_PER_PARAMETER
     if strategy == "fsdp" and sharding != "none":
-        return sharded_step(compute_s, gradient_bytes, links, devices, 1 if sharding == "grad_op" else 2)
+        gathers = 1 if sharding == "grad_op" else 2
+        return sharded_step(compute_s, gradient_bytes, links, devices, gathers, sharded_blocks)
     overlaps = strategy in ("ddp", "fsdp") and own_devices
     backward_s = BACKWARD_SHARE * forward_backward_s
     return data_parallel_step(compute_s, backward_s, gradient_bytes, links, devices, overlaps, DDP_BUCKET_BYTES)
@@ -172,9 +175,17 @@ def checked_cells(cells: dict[str, dict[str, Any]], parameters: int, links: Link
             replica, forward_backward = ceiling["step_time_s"]["median"], forward_backward_s(ceiling)
             own_devices = not figures["devices_virtual"]
             devices = figures["devices"]
-            sharding = figures["strategy_details"].get("sharding", "full")
+            details = figures["strategy_details"]
             predicted = strategy_step(
-                label, replica, forward_backward, parameters, links, devices, own_devices, sharding
+                label,
+                replica,
+                forward_backward,
+                parameters,
+                links,
+                devices,
+                own_devices,
+                details.get("sharding", "full"),
+                details.get("sharded_blocks", 0),
             )
         checks.append(check(label, figures, predicted))
     return checks
@@ -208,10 +219,16 @@ def checked_sweep_cells(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def extended(
-    single: dict[str, Any], parameters: int, micro_batches: int, options: PredictOptions, probe: dict[str, Any]
+    single: dict[str, Any],
+    parameters: int,
+    micro_batches: int,
+    sharded_blocks: int,
+    options: PredictOptions,
+    probe: dict[str, Any],
 ) -> list[dict[str, Any]]:
     """Each predicted strategy's speedup and efficiency over single at every count of predict.devices, on devices of
-    their own, with the share of the step its exposed communication (or bubble) takes and the link it crosses."""
+    their own, with the share of the step its exposed communication (or bubble) takes and the link it crosses (fsdp
+    over the benchmark's `sharded_blocks`)."""
     single_step, forward_backward = single["step_time_s"]["median"], forward_backward_s(single)
     virtual = single["devices_virtual"] or probe.get("device") == "cpu"
     rows = []
@@ -224,7 +241,10 @@ def extended(
                 step = StepPrediction(bound.compute_s + single_step - forward_backward, bound.exposed_communication_s)
             else:
                 compute = single_step / devices
-                step = strategy_step(strategy, compute, forward_backward / devices, parameters, links, devices, True)
+                fsdp_blocks = sharded_blocks if strategy == "fsdp" else 0
+                step = strategy_step(
+                    strategy, compute, forward_backward / devices, parameters, links, devices, True, "full", fsdp_blocks
+                )
             speedup = single_step / step.step_s
             rows.append(
                 {
@@ -290,6 +310,7 @@ def predict(benchmark: dict[str, Any], options: PredictOptions, probe: dict[str,
     errors = [abs(check["error"]) for check in checks]
     pipeline_details = cells.get("pipeline", {}).get("strategy_details", {})
     micro_batches = int(pipeline_details.get("micro_batches", 4))
+    sharded_blocks = int(cells.get("fsdp", {}).get("strategy_details", {}).get("sharded_blocks", 0))
     return {
         "links": None
         if links is None
@@ -304,7 +325,7 @@ def predict(benchmark: dict[str, Any], options: PredictOptions, probe: dict[str,
         "within_goal": bool(checks)
         and all(check["within"] for check in checks)
         and statistics.median(errors) <= MEDIAN_GOAL,
-        "predictions": extended(single, parameters, micro_batches, options, probe),
+        "predictions": extended(single, parameters, micro_batches, sharded_blocks, options, probe),
         "bottleneck": bottleneck(single, parameters, options, probe),
     }
 
