@@ -18,9 +18,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("workload", choices=sorted(WORKLOADS))
     args = parser.parse_args()
-    workload = WORKLOADS[args.workload]
-    choices = workload.choices_beside_metrics(load_params().settings(args.workload))
-    write_benchmark(args.workload, read_cell_runs(results_file("benchmark_cells", args.workload)), choices)
+    workload, params = WORKLOADS[args.workload], load_params()
+    choices = workload.choices_beside_metrics(params.settings(args.workload))
+    measured = read_cell_runs(results_file("benchmark_cells", args.workload))
+    write_benchmark(args.workload, measured, choices, params.smallest_difference)
     run, reference = (RunRecord.model_validate(read_json(results_file(role, args.workload))) for role in ROLES)
     evaluation = Evaluation.model_validate(read_json(results_file("eval", args.workload)))
     benchmark = read_json(results_file("benchmark", args.workload))

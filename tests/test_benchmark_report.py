@@ -17,6 +17,7 @@ from parabench.engine.cells import (
     write_cell_runs,
 )
 from parabench.records import CellRun
+from parabench.report.answers import noise_sentence
 from parabench.report.benchmark import compact, skipped, summarize_cells, table
 from parabench.report.benchmark_figure import draw
 from parabench.report.time_split import cut_parts, time_split
@@ -280,7 +281,7 @@ def steady(seconds: float, spread: float, rounds: int = 3, steps: int = 8) -> li
     return [run([seconds + (spread if step % 2 else -spread) for step in range(steps)], 1) for _ in range(rounds)]
 
 
-def measured(times: dict[str, tuple[str, float, float]]) -> dict:
+def measured(times: dict[str, tuple[str, float, float]], smallest_difference: float = 0.0) -> dict:
     """The summary of cells label -> (strategy, median step, spread of its steps), on two virtual CPU devices."""
     two = cpu_setup(devices=2, batch_shape=(64, 1, 28, 28))
     entries = [
@@ -291,7 +292,7 @@ def measured(times: dict[str, tuple[str, float, float]]) -> dict:
         )
         for label, (strategy, seconds, spread) in times.items()
     ]
-    return summarize_cells(entries)
+    return summarize_cells(entries, smallest_difference)
 
 
 def test_the_a_a_control_sets_the_noise_floor_and_a_speedup_within_it_is_no_difference():
@@ -310,6 +311,21 @@ def test_the_a_a_control_sets_the_noise_floor_and_a_speedup_within_it_is_no_diff
     assert cells["ddp"]["speedup_verdict"] == "no detectable difference", "... but it is within the A/A noise"
     assert cells["allreduce"]["speedup_verdict"] == "faster"
     assert summary["ranking"]["fastest"] == "allreduce" and summary["ranking"]["margin_ci95"][0] > 1
+
+
+def test_a_difference_below_the_smallest_difference_is_not_named_though_beyond_the_a_a_floor():
+    times = {
+        "single": ("single", 0.200, 0.0005),
+        "single_control": ("single", 0.201, 0.0005),
+        "allreduce": ("allreduce", 0.192, 0.0005),
+    }
+    alone, raised = measured(times), measured(times, smallest_difference=0.05)
+    assert alone["noise"]["floor"] < 0.02 and alone["cells"]["allreduce"]["speedup_verdict"] == "faster"
+    assert raised["noise"]["aa_floor"] == alone["noise"]["floor"] and raised["noise"]["floor"] == 0.05
+    assert raised["cells"]["allreduce"]["speedup_verdict"] == "no detectable difference"
+    assert raised["ranking"]["fastest"] is None and raised["ranking"]["tied"] == ["allreduce", "single"]
+    assert "a difference within 5.0% (smallest_difference" in noise_sentence(raised["noise"])
+    assert "is this machine's noise" in noise_sentence(measured(times, smallest_difference=0.001)["noise"])
 
 
 def test_strategies_within_the_noise_of_each_other_are_a_tie_not_a_fastest():

@@ -78,7 +78,8 @@ def outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
     cells = {"single": ran(100.0, 1.0, None), "model_parallel": ran(90.0, 0.9, "slower"), "dp": {"status": "skipped"}}
     ranking = {"fastest": "single", "best_measured": "single", "runner_up": "model_parallel", "tied": []}
-    noise = {"floor": 0.02, "aa_ratio": 1.0, "aa_ci95": [0.99, 1.01], "control": "single_control"}
+    noise = {"floor": 0.02, "aa_ratio": 1.0, "aa_ci95": [0.99, 1.01], "aa_floor": 0.02, "smallest_difference": 0.0}
+    noise["control"] = "single_control"
     write_json(
         results_file("benchmark", "fashion_mnist"),
         {

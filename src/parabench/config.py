@@ -222,6 +222,7 @@ class Params(Strict):
     pipeline: PipelineParams
     fsdp: FsdpOptions = FsdpOptions()
     benchmark: BenchmarkOptions
+    smallest_difference: Annotated[float, Field(ge=0, lt=1)]  # the least noise floor of a benchmark's verdicts
     predict: PredictOptions
     scale: str
     scales: Scales

@@ -195,10 +195,12 @@ class SkippedCell(Record):
 class NoiseFloor(Record):
     """The A/A control: single timed again as a cell of its own; how far apart the two landed."""
 
-    floor: float | None = Field(description="how far from 1 the A/A interval reaches (0.05: 5%); None: no control")
+    floor: float | None = Field(description="the larger of aa_floor and smallest_difference; None: neither")
     control: str = Field(description="the control cell's label")
+    smallest_difference: float = Field(description="params.yaml's smallest_difference: the least floor")
     aa_ratio: float | None = Field(default=None, description="single's rate over the control's")
     aa_ci95: list[float] | None = Field(default=None, description="its 95% bootstrap interval")
+    aa_floor: float | None = Field(default=None, description="how far from 1 that interval reaches (0.05: 5%)")
     why_none: str | None = Field(default=None, description="why no floor was measured")
 
 

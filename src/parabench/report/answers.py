@@ -50,15 +50,27 @@ def speedup_text(cell: dict[str, Any]) -> str:
 
 
 def noise_sentence(noise: dict[str, Any]) -> str:
-    """The A/A control in words: how far two timings of the very same run landed apart, and what that makes noise."""
-    if noise.get("floor") is None:
-        return f"No noise floor was measured here: {noise.get('why_none', 'no A/A control')}."
+    """The A/A control in words: how far two timings of the very same run landed apart, and what that makes noise
+    (at least params.yaml's smallest_difference)."""
+    least = noise["smallest_difference"]
+    if noise.get("aa_floor") is None:
+        why = f"No A/A control ran here: {noise.get('why_none', 'no control')}."
+        return why + (f" A difference within {least:.1%} (smallest_difference) is not named." if least else "")
     low, high = noise["aa_ci95"]
-    return (
+    measured = (
         f"Timed twice as two cells in two processes, single against itself came out at {noise['aa_ratio']:.3f}x "
-        f"(95%: {low:.3f}-{high:.3f}): a difference within {noise['floor']:.1%} is this machine's noise. The floor is "
-        "this run's own: a shared machine can drift between runs, so compare two runs by their verdicts and "
-        "intervals, not their last digits."
+        f"(95%: {low:.3f}-{high:.3f})"
+    )
+    if noise["aa_floor"] >= least:
+        within = f": a difference within {noise['floor']:.1%} is this machine's noise."
+    else:
+        within = (
+            f", within {noise['aa_floor']:.1%}; a difference within {least:.1%} (smallest_difference: two runs minutes "
+            "apart differ by more than one run's control sees) is not named."
+        )
+    return (
+        measured + within + " The floor is this run's own: a shared machine can drift between runs, so compare two "
+        "runs by their verdicts and intervals, not their last digits."
     )
 
 

@@ -75,12 +75,14 @@ def largest_rank_memory(figures: dict[str, Any]) -> tuple[float, float | None]:
     return max(figures["peak_memory_mb"].values()), max(kept.values()) if kept else None
 
 
-def summarize_cells(entries: list[CellRuns]) -> dict[str, Any]:
+def summarize_cells(entries: list[CellRuns], smallest_difference: float = 0.0) -> dict[str, Any]:
     """The cells' figures (label -> figures), the noise floor, the checks and the ranking.
 
     Each cell that ran gets its speedup over `single` (its rate over single's) with a 95% bootstrap interval and a
     verdict: `faster` or `slower` only where the interval excludes 1 and the speedup is farther from 1 than the noise
-    floor, the farthest end of the A/A control's interval (`single_control`: single timed again as a cell of its own).
+    floor: the farthest end of the A/A control's interval (`single_control`: single timed again as a cell of its own),
+    or `smallest_difference` where that is larger (params.yaml: what varies between runs, which one run's control
+    cannot see)
     The ceiling is `devices` independent copies of `single`, each on its share of the batch, side by side with no
     communication: the most a data-parallel strategy, whose replicas do exactly that work plus the communication, can
     reach on this machine's (possibly shared) devices. A data-parallel strategy's efficiency_vs_ceiling = its rate
@@ -91,7 +93,7 @@ def summarize_cells(entries: list[CellRuns]) -> dict[str, Any]:
     cells = {entry.cell.label: cell_result(entry) for entry in entries}
     add_time_splits(entries, cells)
     reference, ceiling, control = (cells.get(label, {}) for label in (REFERENCE, CEILING, CONTROL))
-    noise = noise_of(reference, control)
+    noise = noise_of(reference, control, smallest_difference)
     for figures in cells.values():
         if figures["status"] != "ran":
             continue
@@ -121,17 +123,27 @@ def against(figures: dict[str, Any], base: dict[str, Any], floor: float | None, 
     return {name: point, f"{name}_ci95": [low, high], f"{name}_verdict": ratio_verdict((point, low, high), floor)}
 
 
-def noise_of(reference: dict[str, Any], control: dict[str, Any]) -> dict[str, Any]:
-    """The A/A control: single's rate over its second timing's, its interval, and the noise floor it sets; or why
-    there is none (then verdicts rest on the intervals alone)."""
+def noise_of(reference: dict[str, Any], control: dict[str, Any], smallest_difference: float) -> dict[str, Any]:
+    """The A/A control: single's rate over its second timing's, its interval, and the noise floor: the control's, or
+    `smallest_difference` where that is larger; or why the control did not run (then the floor is
+    `smallest_difference` alone, and with none the verdicts rest on the intervals)."""
     if reference.get("status") != "ran" or control.get("status") != "ran":
         return {
-            "floor": None,
+            "floor": smallest_difference or None,
             "control": CONTROL,
+            "smallest_difference": smallest_difference,
             "why_none": "the A/A control did not run (benchmark.strategies must list single)",
         }
     point, low, high = ratio(control, reference)
-    return {"floor": noise_floor((point, low, high)), "control": CONTROL, "aa_ratio": point, "aa_ci95": [low, high]}
+    measured = noise_floor((point, low, high))
+    return {
+        "floor": max(measured, smallest_difference),
+        "control": CONTROL,
+        "aa_ratio": point,
+        "aa_ci95": [low, high],
+        "aa_floor": measured,
+        "smallest_difference": smallest_difference,
+    }
 
 
 def measurement_flags(cells: dict[str, dict[str, Any]], floor: float | None) -> dict[str, str]:
@@ -261,11 +273,14 @@ def skipped(results: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
     return [(label, figures["reason"]) for label, figures in results.items() if figures["status"] == "skipped"]
 
 
-def write_benchmark(workload: str, measured: MeasuredCells, choices: dict[str, Any]) -> None:
+def write_benchmark(
+    workload: str, measured: MeasuredCells, choices: dict[str, Any], smallest_difference: float
+) -> None:
     """Every output of a workload's benchmark, from what its stage measured: the table, the figure and the full
     results (cells, noise floor, flags, ranking, where the stage's time went, and the choices the workload shows
-    beside its figures). `dvc metrics show` reads its answer from the speedup metrics (report/speedup.compare)."""
-    summary = summarize_cells(measured.cells)
+    beside its figures), verdicts named beyond `smallest_difference` at least. `dvc metrics show` reads its answer from
+    the speedup metrics (report/speedup.compare)."""
+    summary = summarize_cells(measured.cells, smallest_difference)
     cells = summary["cells"]
     rows = table(cells)
     write_atomic(benchmark_table_file(workload), lambda tmp: rows.to_csv(tmp, index=False, float_format="%.6g"))
