@@ -346,6 +346,14 @@ def test_repro_then_experiment(tmp_path):
         "metrics/speedup/fashion_mnist.json:speedup",
     ]
     assert {row.split(",")[1] for row in rows} == {"ddp", "model_parallel"}
+    # What changed between the experiments, as docs/pipeline.md shows it: the param and the answer it moved, a few
+    # columns out of the hundreds `dvc exp show` holds (every params key and dependency).
+    changed, everything = (
+        run(project, "dvc", "exp", "show", "--csv", *only).splitlines()[0].split(",")
+        for only in (["--only-changed", "--drop", "^(models|plots|results)/"], [])
+    )
+    assert "params.yaml:strategy" in changed and "metrics/speedup/fashion_mnist.json:strategy" in changed
+    assert len(changed) <= 20 < 100 < len(everything), f"a few columns of {len(everything)}: {changed}"
     diff = run(project, "dvc", "metrics", "diff")
     assert "speedup" in diff and max(map(len, diff.splitlines())) <= 200, f"one screen wide:\n{diff}"
     run(project, "dvc", "plots", "show", "-o", str(tmp_path / "plots"))
