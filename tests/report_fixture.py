@@ -44,7 +44,11 @@ def write_pipeline_outputs(root: Path) -> None:
     sweep of resnet50."""
     write_json(root / ENVIRONMENT_FILE, MACHINE)
     summary = summarize_cells(entries())
-    stage = StageTime(wall_s=100.0, start_up_s=10.0, timed_steps_s=60.0, jobs_started=2, runs_disturbed=1).shares()
+    stage = (
+        StageTime(wall_s=100.0, start_up_s=10.0, timed_steps_s=60.0, jobs_started=2, runs_disturbed=1)
+        .shares()
+        .model_dump()
+    )
     for workload in WORKLOADS:
         write_json(root / results_file("benchmark", workload), {**summary, "stage": stage})
         figure = root / benchmark_figure_file(workload)

@@ -28,7 +28,7 @@ from parabench.engine.cell_jobs import CellJobs
 from parabench.engine.plan import RunPlan, make_plan
 from parabench.errors import ConfigError, StrategyUnavailable
 from parabench.io import read_json, write_json
-from parabench.records import CellRun
+from parabench.records import CellRun, StageShares
 from parabench.runtime.environment import machine_identity
 from parabench.runtime.hardware import Machine, resolve
 from parabench.runtime.load import CONTENDED_SHARE
@@ -136,18 +136,18 @@ class StageTime:
     jobs_started: int = 0
     runs_disturbed: int = 0  # runs timed again: other programs took the CPU meanwhile (disturbed)
 
-    def shares(self) -> dict[str, float | int]:
+    def shares(self) -> StageShares:
         """The seconds and the shares of the wall time, as results record them."""
         wall = self.wall_s or float("nan")
-        return {
-            "wall_s": self.wall_s,
-            "start_up_s": self.start_up_s,
-            "timed_steps_s": self.timed_steps_s,
-            "start_up_share": self.start_up_s / wall,
-            "timed_steps_share": self.timed_steps_s / wall,
-            "jobs_started": self.jobs_started,
-            "runs_disturbed": self.runs_disturbed,
-        }
+        return StageShares(
+            wall_s=self.wall_s,
+            start_up_s=self.start_up_s,
+            timed_steps_s=self.timed_steps_s,
+            start_up_share=self.start_up_s / wall,
+            timed_steps_share=self.timed_steps_s / wall,
+            jobs_started=self.jobs_started,
+            runs_disturbed=self.runs_disturbed,
+        )
 
 
 def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTime:

@@ -82,7 +82,7 @@ def summarize_cells(entries: list[CellRuns], smallest_difference: float = 0.0) -
     verdict: `faster` or `slower` only where the interval excludes 1 and the speedup is farther from 1 than the noise
     floor: the farthest end of the A/A control's interval (`single_control`: single timed again as a cell of its own),
     or `smallest_difference` where that is larger (params.yaml: what varies between runs, which one run's control
-    cannot see)
+    cannot see).
     The ceiling is `devices` independent copies of `single`, each on its share of the batch, side by side with no
     communication: the most a data-parallel strategy, whose replicas do exactly that work plus the communication, can
     reach on this machine's (possibly shared) devices. A data-parallel strategy's efficiency_vs_ceiling = its rate

@@ -164,7 +164,7 @@ def write_sweep(
             "curves": summaries,
             "reference_lines": lines,
             "skipped": skipped,
-            "stage": stage.shares(),
+            "stage": stage.shares().model_dump(),
             "cells": cells,
             "prediction_checks": checked_sweep_cells(cells),
         },
