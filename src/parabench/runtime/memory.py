@@ -23,9 +23,9 @@ def keep_freed_memory() -> None:
     for the next step (release_free_heap hands it back between cells).
 
     By default glibc maps each allocation above a threshold of its own (adapting up to 32 MiB) and unmaps it when
-    freed, so every training step faults its large tensors' pages in again: 530 page faults for each 40 MB
-    allocation here, 67 million in a `make run`. On 2 cores that cost a third of a miniImageNet episode's step (0.38
-    s -> 0.27 s) and made two processes running the same steps differ by up to 40% (docs/measurements.md).
+    freed, so every training step faults its large tensors' pages in again, and two processes running the same steps
+    differ by how far each one's threshold has adapted (docs/measurements.md has what that cost, and on which
+    machine).
     PyTorch's CPU tuning guide gives the same advice with jemalloc or tcmalloc; glibc's own settings need no install.
     """
     if LIBC is not None and hasattr(LIBC, "mallopt"):
