@@ -20,7 +20,6 @@ over `repeats` after one warm-up; the CPU model and vector ISA are printed first
 """
 
 import argparse
-import json
 import statistics
 import time
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from torch.nn import functional as F
 
 from parabench.models.torchvision_resnet50 import resnet50_blocks
 from parabench.prediction import pipeline_bound
+from parabench.records import CellFigures, SweepResults
 from parabench.runtime.environment import machine_identity
 from parabench.strategies.partition import cut
 
@@ -68,11 +68,11 @@ def training_step(module: nn.Module, inputs: Tensor, last: bool) -> Callable[[],
 def measured_steps(path: Path) -> dict[tuple[str, int], tuple[float, list[int]]]:
     """(curve, split size) -> the median step time and the cut of each distributed cell that ran, from a sweep's
     results file."""
-    cells = json.loads(path.read_text())["cells"]
+    results = SweepResults.model_validate_json(path.read_text())
     return {
-        (cell["curve"], cell["value"]): (cell["step_time_s"]["median"], cell["strategy_details"]["cut"])
-        for cell in cells
-        if cell["status"] == "ran" and cell.get("strategy_details", {}).get("engine") == "distributed"
+        (cell.curve, cell.value): (cell.figures.step_time_s.median, cell.figures.strategy_details["cut"])
+        for cell in results.cells
+        if isinstance(cell.figures, CellFigures) and cell.figures.strategy_details.get("engine") == "distributed"
     }
 
 

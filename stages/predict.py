@@ -7,6 +7,7 @@ from parabench.cli import stage_main
 from parabench.config import load_params
 from parabench.io import read_json, write_json
 from parabench.paths import PROBE_FILE, prediction_metrics_file, results_file
+from parabench.records import BenchmarkResults
 from parabench.report.scaling import compact, predict
 from parabench.workloads import WORKLOADS
 
@@ -17,7 +18,8 @@ def main() -> None:
     args = parser.parse_args()
     options = load_params().predict
     probe = read_json(PROBE_FILE)
-    prediction = predict(read_json(results_file("benchmark", args.workload)), options, probe)
+    benchmark = BenchmarkResults.model_validate(read_json(results_file("benchmark", args.workload)))
+    prediction = predict(benchmark, options, probe)
     write_json(results_file("prediction", args.workload), {**prediction, "probe": probe})
     write_json(prediction_metrics_file(args.workload), compact(prediction, options))
 

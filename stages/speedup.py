@@ -21,10 +21,9 @@ def main() -> None:
     workload, params = WORKLOADS[args.workload], load_params()
     choices = workload.choices_beside_metrics(params.settings(args.workload))
     measured = read_cell_runs(results_file("benchmark_cells", args.workload))
-    write_benchmark(args.workload, measured, choices, params.smallest_difference)
+    benchmark = write_benchmark(args.workload, measured, choices, params.smallest_difference)
     run, reference = (RunRecord.model_validate(read_json(results_file(role, args.workload))) for role in ROLES)
     evaluation = Evaluation.model_validate(read_json(results_file("eval", args.workload)))
-    benchmark = read_json(results_file("benchmark", args.workload))
     write_json(
         speedup_metrics_file(args.workload), compare(run, reference, evaluation, benchmark, workload.primary_metric)
     )

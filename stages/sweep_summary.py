@@ -25,7 +25,7 @@ def main() -> None:
             f"{timed} holds other cells than sweeps.{args.sweep} in params.yaml: run "
             f"`dvc repro sweep_summary@{args.sweep}`, which times them again first."
         )
-    figures = summarize_cells(measured.cells)["cells"]
+    figures = summarize_cells(measured.cells).cells
     write_sweep(
         args.sweep,
         sweep,

@@ -15,6 +15,7 @@ from parabench.paths import (
     sweep_figure_file,
     train_curve_file,
 )
+from parabench.records import BenchmarkResults, CellFigures, CurveFigures, SweepCell, SweepResults
 from parabench.report.benchmark import skipped, summarize_cells, table
 from parabench.report.benchmark_figure import draw
 from parabench.report.scaling import predict
@@ -38,23 +39,24 @@ def write_json(path: Path, value: object) -> None:
     path.write_text(json.dumps(value))
 
 
+def benchmark_results() -> BenchmarkResults:
+    """The benchmark of tests.test_benchmark_report's cells (single, ddp, the ceiling, model_parallel; dp skipped), as
+    the speedup stage writes it."""
+    stage = StageTime(wall_s=100.0, start_up_s=10.0, timed_steps_s=60.0, jobs_started=2, runs_disturbed=1).shares()
+    return BenchmarkResults(**dict(summarize_cells(entries())), stage=stage, choices={"pretrained": "none"})
+
+
 def write_pipeline_outputs(root: Path) -> None:
     """Under `root`: the environment, and for each of WORKLOADS its benchmark (results and figure), both runs'
     records and per-epoch curves and their comparison (fashion_mnist with quality, resnet50 time only), and one
     sweep of resnet50."""
     write_json(root / ENVIRONMENT_FILE, MACHINE)
-    summary = summarize_cells(entries())
-    stage = (
-        StageTime(wall_s=100.0, start_up_s=10.0, timed_steps_s=60.0, jobs_started=2, runs_disturbed=1)
-        .shares()
-        .model_dump()
-    )
+    benchmark = benchmark_results()
     for workload in WORKLOADS:
-        write_json(root / results_file("benchmark", workload), {**summary, "stage": stage})
+        write_json(root / results_file("benchmark", workload), benchmark.model_dump(mode="json"))
         figure = root / benchmark_figure_file(workload)
         figure.parent.mkdir(parents=True, exist_ok=True)
-        cells = summary["cells"]
-        draw(workload, table(cells), skipped(cells), "AMD EPYC 9B14 (AVX512)", figure)
+        draw(workload, table(benchmark.cells), skipped(benchmark.cells), "AMD EPYC 9B14 (AVX512)", figure)
         for role, strategy in (("train", "ddp"), ("reference", "single")):
             write_json(root / results_file(role, workload), run_record(strategy, [0.1] * 4).model_dump(mode="json"))
             curve = root / train_curve_file(role, workload)
@@ -84,33 +86,41 @@ def write_pipeline_outputs(root: Path) -> None:
     options = PredictOptions(
         devices=[4, 64], devices_per_node=8, interconnect="measured", network="ethernet25", probe_max_bytes=4
     )
-    write_json(root / results_file("prediction", "fashion_mnist"), predict(summary, options, probe))
-    write_json(
-        root / results_file("sweep", SWEEP),
-        {
-            "sweep": {"workload": "resnet50", "param": "pipeline.split_size.resnet50"},
-            "curves": {
-                "inprocess": {"status": "ran", "best_value": 4, "speedup": 1.1, "speedup_vs_model_parallel": 1.5}
-            },
-            "cells": [
-                {
-                    "curve": "inprocess",
-                    "value": 4,
-                    "status": "ran",
-                    "step_time_s": {"median": 0.25},
-                    "peak_memory_mb": {"rank0": 312.0},
-                    "saved_for_backward_mb": {"rank0": 4.5},
-                },
-                {
-                    "curve": "single",
-                    "value": None,
-                    "status": "ran",
-                    "step_time_s": {"median": 0.3},
-                    "peak_memory_mb": {"rank0": 250.0},
-                    "saved_for_backward_mb": {"rank0": 9.0},
-                },
-                {"curve": "model_parallel", "value": None, "status": "skipped"},
-            ],
-        },
+    write_json(root / results_file("prediction", "fashion_mnist"), predict(benchmark, options, probe))
+    cells = benchmark.cells
+    cut = cells["model_parallel"]
+    assert isinstance(cut, CellFigures)
+    figures = cut.model_copy(  # set figures: 0.25 s a step, 312 MB at peak, 4.5 MiB kept for backward
+        update={
+            "step_time_s": cut.step_time_s.model_copy(update={"median": 0.25}),
+            "peak_memory_mb": {"rank0": 312.0},
+            "saved_for_backward_mb": {"rank0": 4.5},
+        }
     )
+    swept = [
+        SweepCell(curve="inprocess", value=4, figures=figures),
+        SweepCell(curve="single", value=None, figures=cells["single"]),
+        SweepCell(curve="model_parallel", value=None, figures=cells["dp"]),
+    ]
+    sweep = SweepResults(
+        sweep={"workload": "resnet50", "param": "pipeline.split_size.resnet50"},
+        scale="quick",
+        curves={
+            "inprocess": CurveFigures(
+                status="ran",
+                best_value=4,
+                best_median_s=figures.step_time_s.median,
+                speedup=1.1,
+                speedup_vs_model_parallel=None,
+                largest_value=4,
+                speedup_vs_largest_value=1.0,
+            )
+        },
+        reference_lines={},
+        skipped=[],
+        stage=benchmark.stage,
+        cells=swept,
+        prediction_checks=[],
+    )
+    write_json(root / results_file("sweep", SWEEP), sweep.model_dump(mode="json"))
     (root / sweep_figure_file(SWEEP)).write_bytes((root / benchmark_figure_file("resnet50")).read_bytes())

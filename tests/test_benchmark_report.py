@@ -16,7 +16,7 @@ from parabench.engine.cells import (
     run_length,
     write_cell_runs,
 )
-from parabench.records import CellRun
+from parabench.records import CellRun, SkippedCell
 from parabench.report.answers import noise_sentence
 from parabench.report.benchmark import compact, skipped, summarize_cells, table
 from parabench.report.benchmark_figure import draw
@@ -88,51 +88,51 @@ def test_what_a_timing_stage_measured_reads_back_as_it_was_summarised(tmp_path):
 
 
 def test_medians_spread_speedup_efficiency_and_ceiling():
-    results = summarize_cells(entries())["cells"]
+    results = summarize_cells(entries()).cells
     single, ddp, ceiling = results["single"], results["ddp"], results["ceiling"]
-    assert single["rate"] == 64 / 0.2  # median of all eight steps
-    assert (single["rate_slowest_round"], single["rate_fastest_round"]) == (64 / 0.2, 64 / 0.2)
-    assert ddp["rate"] == 64 / 0.1
-    assert (ddp["rate_slowest_round"], ddp["rate_fastest_round"]) == (64 / 0.2, 64 / 0.1)
+    assert single.rate == 64 / 0.2  # median of all eight steps
+    assert (single.rate_slowest_round, single.rate_fastest_round) == (64 / 0.2, 64 / 0.2)
+    assert ddp.rate == 64 / 0.1
+    assert (ddp.rate_slowest_round, ddp.rate_fastest_round) == (64 / 0.2, 64 / 0.1)
     # Paired by round: single's medians over ddp's, 0.2 / 0.1 then 0.2 / 0.2, whose median is their mean.
-    assert ddp["speedup"] == 1.5 and ddp["scaling_efficiency"] == 0.75
-    assert ceiling["speedup"] == pytest.approx(2.5) and ceiling["devices"] == 2
-    assert ddp["efficiency_vs_ceiling"] == pytest.approx((0.08 / 0.1 + 0.08 / 0.2) / 2)
+    assert ddp.speedup == 1.5 and ddp.scaling_efficiency == 0.75
+    assert ceiling.speedup == pytest.approx(2.5) and ceiling.devices == 2
+    assert ddp.efficiency_vs_ceiling == pytest.approx((0.08 / 0.1 + 0.08 / 0.2) / 2)
     cut = results["model_parallel"]
-    assert cut["devices"] == 2 and cut["speedup"] == 2.0
-    assert cut["efficiency_vs_ceiling"] is None, "a cut strategy changes the work: the ceiling does not bound it"
-    assert single["efficiency_vs_ceiling"] is None, "one device is not compared with a two-device ceiling"
-    assert ceiling["efficiency_vs_ceiling"] is None, "the ceiling is not a data-parallel strategy"
-    assert ddp["devices_virtual"] is True and single["devices_virtual"] is False
-    assert ddp["peak_memory_mb"] == {"rank0": 100.0, "rank1": 101.0}
-    assert ddp["contended"] is True and single["contended"] is False, "another program took 30% of the CPU"
-    assert ddp["environment"]["processes"] == 2 and "cpu_capability" in ddp["environment"]
-    assert ddp["environment"]["transform_samples_per_s_per_process"] == 1000.0, "the input path beside the step"
-    assert ddp["environment"]["train_samples_per_s_per_process"] == 64 / 0.1 / 2
+    assert cut.devices == 2 and cut.speedup == 2.0
+    assert cut.efficiency_vs_ceiling is None, "a cut strategy changes the work: the ceiling does not bound it"
+    assert single.efficiency_vs_ceiling is None, "one device is not compared with a two-device ceiling"
+    assert ceiling.efficiency_vs_ceiling is None, "the ceiling is not a data-parallel strategy"
+    assert ddp.devices_virtual is True and single.devices_virtual is False
+    assert ddp.peak_memory_mb == {"rank0": 100.0, "rank1": 101.0}
+    assert ddp.contended is True and single.contended is False, "another program took 30% of the CPU"
+    assert ddp.environment["processes"] == 2 and "cpu_capability" in ddp.environment
+    assert ddp.environment["transform_samples_per_s_per_process"] == 1000.0, "the input path beside the step"
+    assert ddp.environment["train_samples_per_s_per_process"] == 64 / 0.1 / 2
 
 
 def test_each_cell_s_median_step_splits_into_parts_that_add_up_to_it():
-    results = summarize_cells(entries())["cells"]
+    results = summarize_cells(entries()).cells
     single, ddp, ceiling, cut = (results[label] for label in ("single", "ddp", "ceiling", "model_parallel"))
-    assert single["time_split_s"] == pytest.approx({"input": 0.02, "compute": 0.14, "optimizer": 0.04, "idle": 0.0})
+    assert single.time_split_s == pytest.approx({"input": 0.02, "compute": 0.14, "optimizer": 0.04, "idle": 0.0})
     # the other rank's 90%: phases are the ranks' mean, idle its 10% of the step averaged over the two ranks
-    assert ceiling["time_split_s"] == pytest.approx(
+    assert ceiling.time_split_s == pytest.approx(
         {"input": 0.0076, "compute": 0.0532, "optimizer": 0.0152, "idle": 0.004}
     )
     # ddp's forward and backward (0.0665) = the ceiling copies' (0.0532, the same work under the same load) + the
     # communication they lack (0.0133); of a full all-reduce of 0.02, a third was hidden behind the backward pass
-    assert ddp["time_split_s"] == pytest.approx(
+    assert ddp.time_split_s == pytest.approx(
         {"input": 0.0095, "compute": 0.0532, "communication": 0.0133, "optimizer": 0.019, "idle": 0.005}
     )
-    assert ddp["communication_share"] == pytest.approx(0.133)
-    assert ddp["communication_hidden_share"] == pytest.approx(1 - 0.0133 / 0.02)
-    assert ddp["gradient_allreduce_s"] == 0.02
-    assert set(cut["time_split_s"]) == {"input", "forward_backward", "optimizer", "idle"}, (
+    assert ddp.communication_share == pytest.approx(0.133)
+    assert ddp.communication_hidden_share == pytest.approx(1 - 0.0133 / 0.02)
+    assert ddp.gradient_allreduce_s == 0.02
+    assert set(cut.time_split_s) == {"input", "forward_backward", "optimizer", "idle"}, (
         "a cut strategy's transfers stay inside its forward and backward"
     )
-    assert cut["communication_share"] is None and single["communication_share"] is None
+    assert cut.communication_share is None and single.communication_share is None
     for figures in (single, ddp, ceiling, cut):
-        assert figures["time_split_adds_up"] and abs(figures["time_split_vs_step"]) < 1e-9
+        assert figures.time_split_adds_up and abs(figures.time_split_vs_step) < 1e-9
 
 
 def test_parts_that_do_not_describe_the_median_step_are_flagged():
@@ -187,13 +187,13 @@ def test_a_bound_above_the_measured_step_leaves_no_negative_part_and_the_split_s
 
 def test_a_data_parallel_cell_without_a_ceiling_keeps_its_communication_inside_forward_backward():
     ddp = entries()[1]
-    split = summarize_cells([ddp])["cells"]["ddp"]
-    assert set(split["time_split_s"]) == {"input", "forward_backward", "optimizer", "idle"}
-    assert split["communication_share"] is None and split["communication_hidden_share"] is None
+    split = summarize_cells([ddp]).cells["ddp"]
+    assert set(split.time_split_s) == {"input", "forward_backward", "optimizer", "idle"}
+    assert split.communication_share is None and split.communication_hidden_share is None
 
 
 def test_compact_metrics_hold_a_few_numbers():
-    results = summarize_cells(entries())["cells"]
+    results = summarize_cells(entries()).cells
     assert compact(results["ddp"]) == {
         "status": "ran",
         "samples_per_s": 640.0,
@@ -208,8 +208,8 @@ def test_compact_metrics_hold_a_few_numbers():
 
 
 def test_skipped_cell_has_a_reason_and_no_number(tmp_path):
-    results = summarize_cells(entries())["cells"]
-    assert results["dp"] == {"status": "skipped", "reason": "needs CUDA; use ddp"}
+    results = summarize_cells(entries()).cells
+    assert results["dp"] == SkippedCell(status="skipped", reason="needs CUDA; use ddp")
     rows = table(results)
     assert list(rows["cell"]) == ["single", "ddp", "ceiling", "model_parallel"]
     assert skipped(results) == [("dp", "needs CUDA; use ddp")]
@@ -304,13 +304,13 @@ def test_the_a_a_control_sets_the_noise_floor_and_a_speedup_within_it_is_no_diff
             "allreduce": ("allreduce", 0.150, 0.0005),
         }
     )
-    noise, cells = summary["noise"], summary["cells"]
-    assert noise["aa_ratio"] == pytest.approx(0.2 / 0.206) and noise["aa_ci95"][0] <= noise["aa_ratio"]
-    assert noise["floor"] >= 1 - 0.2 / 0.206, "the control's interval end farthest from 1"
-    assert cells["ddp"]["speedup_ci95"][0] > 1, "ddp's interval alone excludes 1 ..."
-    assert cells["ddp"]["speedup_verdict"] == "no detectable difference", "... but it is within the A/A noise"
-    assert cells["allreduce"]["speedup_verdict"] == "faster"
-    assert summary["ranking"]["fastest"] == "allreduce" and summary["ranking"]["margin_ci95"][0] > 1
+    noise, cells = summary.noise, summary.cells
+    assert noise.aa_ratio == pytest.approx(0.2 / 0.206) and noise.aa_ci95[0] <= noise.aa_ratio
+    assert noise.floor >= 1 - 0.2 / 0.206, "the control's interval end farthest from 1"
+    assert cells["ddp"].speedup_ci95[0] > 1, "ddp's interval alone excludes 1 ..."
+    assert cells["ddp"].speedup_verdict == "no detectable difference", "... but it is within the A/A noise"
+    assert cells["allreduce"].speedup_verdict == "faster"
+    assert summary.ranking.fastest == "allreduce" and summary.ranking.margin_ci95[0] > 1
 
 
 def test_a_difference_below_the_smallest_difference_is_not_named_though_beyond_the_a_a_floor():
@@ -320,12 +320,12 @@ def test_a_difference_below_the_smallest_difference_is_not_named_though_beyond_t
         "allreduce": ("allreduce", 0.192, 0.0005),
     }
     alone, raised = measured(times), measured(times, smallest_difference=0.05)
-    assert alone["noise"]["floor"] < 0.02 and alone["cells"]["allreduce"]["speedup_verdict"] == "faster"
-    assert raised["noise"]["aa_floor"] == alone["noise"]["floor"] and raised["noise"]["floor"] == 0.05
-    assert raised["cells"]["allreduce"]["speedup_verdict"] == "no detectable difference"
-    assert raised["ranking"]["fastest"] is None and raised["ranking"]["tied"] == ["allreduce", "single"]
-    assert "a difference within 5.0% (smallest_difference" in noise_sentence(raised["noise"])
-    assert "is this machine's noise" in noise_sentence(measured(times, smallest_difference=0.001)["noise"])
+    assert alone.noise.floor < 0.02 and alone.cells["allreduce"].speedup_verdict == "faster"
+    assert raised.noise.aa_floor == alone.noise.floor and raised.noise.floor == 0.05
+    assert raised.cells["allreduce"].speedup_verdict == "no detectable difference"
+    assert raised.ranking.fastest is None and raised.ranking.tied == ["allreduce", "single"]
+    assert "a difference within 5.0% (smallest_difference" in noise_sentence(raised.noise)
+    assert "is this machine's noise" in noise_sentence(measured(times, smallest_difference=0.001).noise)
 
 
 def test_strategies_within_the_noise_of_each_other_are_a_tie_not_a_fastest():
@@ -337,7 +337,7 @@ def test_strategies_within_the_noise_of_each_other_are_a_tie_not_a_fastest():
             "allreduce": ("allreduce", 0.151, 0.002),
         }
     )
-    assert summary["ranking"]["fastest"] is None and summary["ranking"]["tied"] == ["ddp", "allreduce"]
+    assert summary.ranking.fastest is None and summary.ranking.tied == ["ddp", "allreduce"]
 
 
 def test_a_data_parallel_cell_above_its_ceiling_and_a_one_process_cut_unlike_single_are_flagged():
@@ -367,9 +367,9 @@ def test_a_data_parallel_cell_above_its_ceiling_and_a_one_process_cut_unlike_sin
         ),
     ]
     summary = summarize_cells(entries)
-    assert set(summary["flags"]) == {"ddp", "model_parallel"}
-    assert "above its ceiling" in summary["flags"]["ddp"] and "single's work" in summary["flags"]["model_parallel"]
-    assert summary["ranking"]["fastest"] == "single", "flagged cells take no part in the ranking"
+    assert set(summary.flags) == {"ddp", "model_parallel"}
+    assert "above its ceiling" in summary.flags["ddp"] and "single's work" in summary.flags["model_parallel"]
+    assert summary.ranking.fastest == "single", "flagged cells take no part in the ranking"
 
 
 def test_the_control_sits_apart_from_single_in_the_benchmark_s_order():

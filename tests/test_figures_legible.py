@@ -8,6 +8,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 from parabench.engine.cells import Cell, CellRuns
+from parabench.records import SkippedCell, StepTimes
 from parabench.report.benchmark import skipped, summarize_cells, table
 from parabench.report.benchmark_figure import benchmark_figure
 from parabench.report.epoch_figure import epoch_figure
@@ -53,7 +54,7 @@ def test_the_benchmark_figure_s_texts_do_not_overlap():
         CellRuns(Cell("fashion_mnist", name), cells[1].plan, runs=cells[1].runs)
         for name in ("allreduce", "fsdp", "pipeline")
     ]
-    results = summarize_cells(cells + more)["cells"]
+    results = summarize_cells(cells + more).cells
     figure = benchmark_figure(
         "fashion_mnist",
         table(results),
@@ -75,7 +76,8 @@ def test_the_sweep_figure_s_texts_do_not_overlap():
         )
         for curve in ("gpipe", "1f1b")
     }
-    lines = {"single": {"median_s": 2.0, "p25_s": 1.9, "p75_s": 2.1}, "model_parallel": {"skipped": "needs 2"}}
+    single = StepTimes(steps=8, median=2.0, p25=1.9, p75=2.1, min=1.8, max=2.2, total=16.0)
+    lines = {"single": single, "model_parallel": SkippedCell(status="skipped", reason="needs 2")}
     figure = sweep_figure(
         "resnet50: pipeline over pipeline.split_size.resnet50 (split_size, quick "
         "scale)\nmeasured on AMD EPYC (AVX512), 2 cores, no GPU, torch 2.14.1+cu130, CUDA 13.0",

@@ -39,7 +39,8 @@ def test_the_metrics_page_lists_every_field_as_the_records_describe_it():
 
 def test_a_benchmark_summary_holds_its_schema_and_refuses_a_misspelt_or_unknown_figure():
     """What the speedup stage writes to results/benchmark/<workload>.json (report/benchmark.write_benchmark)."""
-    summary = {**summarize_cells(entries()), "stage": StageTime(wall_s=1.0).shares(), "choices": {}}
+    stage = StageTime(wall_s=1.0).shares().model_dump()
+    summary = {**summarize_cells(entries()).model_dump(mode="json"), "stage": stage, "choices": {}}
     results = BenchmarkResults.model_validate(summary)
     assert results.cells["dp"].status == "skipped" and results.cells["ddp"].status == "ran"
     ddp = summary["cells"]["ddp"]

@@ -1,6 +1,7 @@
 """Each seed's question, and the answer computed from the numbers: which strategy is fastest, with its spread."""
 
 from parabench.engine.cells import Cell, CellRuns
+from parabench.records import CellsSummary, CurveFigures, SkippedCurve
 from parabench.report.answers import QUESTIONS, answer, pair_sentence, sweep_sentence
 from parabench.report.benchmark import summarize_cells
 from parabench.workloads import WORKLOADS
@@ -8,7 +9,7 @@ from tests.setups import cpu_setup, tiny_plan
 from tests.test_benchmark_report import steady
 
 
-def benchmark(times: dict[str, float], ceiling: float | None = None) -> dict:
+def benchmark(times: dict[str, float], ceiling: float | None = None) -> CellsSummary:
     """The benchmark's results for cells label -> median step (3 rounds of 8 steps, -+0.25%), with the A/A control
     and, when given, a ceiling's median step."""
     two = cpu_setup(devices=2, batch_shape=(64, 1, 28, 28))
@@ -68,15 +69,13 @@ def test_a_comparison_with_a_strategy_that_could_not_run_says_why():
 
 
 def test_the_sweep_answer_gives_each_curve_s_best_split_size():
-    sweep = {
-        "sweep": {"param": "pipeline.split_size.resnet50"},
-        "curves": {
-            "gpipe": {"status": "ran", "best_value": 4, "speedup": 1.1, "speedup_vs_model_parallel": 1.6},
-            "1f1b": {"status": "ran", "best_value": 8, "speedup": None, "speedup_vs_model_parallel": None},
-            "inprocess": {"status": "skipped"},
-        },
+    best = {"status": "ran", "best_median_s": 0.1, "largest_value": 24, "speedup_vs_largest_value": 1.2}
+    curves = {
+        "gpipe": CurveFigures(**best, best_value=4, speedup=1.1, speedup_vs_model_parallel=1.6),
+        "1f1b": CurveFigures(**best, best_value=8, speedup=None, speedup_vs_model_parallel=None),
+        "inprocess": SkippedCurve(status="skipped"),
     }
-    assert sweep_sentence("split_size", sweep) == (
+    assert sweep_sentence("split_size", "pipeline.split_size.resnet50", curves) == (
         "Sweep split_size: gpipe is fastest at pipeline.split_size.resnet50=4 (1.10x single, 1.60x "
         "model_parallel); 1f1b is fastest at pipeline.split_size.resnet50=8; inprocess ran no value on this "
         "hardware (its cells were skipped: results/sweep/ says why)."

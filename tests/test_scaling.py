@@ -5,6 +5,7 @@ import pytest
 
 from parabench.config import PredictOptions
 from parabench.prediction import PRESETS, Link, Links, collective_seconds
+from parabench.records import SweepCell
 from parabench.report.benchmark import summarize_cells
 from parabench.report.scaling import checked_sweep_cells, compact, link_at, measured_links, predict
 from tests.test_benchmark_report import entries
@@ -24,12 +25,12 @@ def test_a_data_parallel_cell_is_predicted_from_the_ceiling_and_the_probe_s_all_
     benchmark = summarize_cells(entries())
     prediction = predict(benchmark, OPTIONS, PROBE)
     ddp = next(check for check in prediction["checks"] if check["cell"] == "ddp")
-    cells = benchmark["cells"]
-    gradients = cells["single"]["parameters"] * 4
+    cells = benchmark.cells
+    gradients = cells["single"].parameters * 4
     all_reduce = collective_seconds(Link(1e-4, 1e-9), "all_reduce", gradients, 2)
-    expected = cells["ceiling"]["step_time_s"]["median"] + all_reduce  # one CPU: nothing hidden
+    expected = cells["ceiling"].step_time_s.median + all_reduce  # one CPU: nothing hidden
     assert ddp["predicted_step_s"] == pytest.approx(expected)
-    assert ddp["measured_step_s"] == cells["ddp"]["step_time_s"]["median"]
+    assert ddp["measured_step_s"] == cells["ddp"].step_time_s.median
     assert ddp["error"] == pytest.approx(expected / ddp["measured_step_s"] - 1)
     assert {check["cell"] for check in prediction["checks"]} == {"ddp"}, "a cut without stage times is not checked"
     assert prediction["median_abs_error"] == pytest.approx(abs(ddp["error"]))
@@ -73,22 +74,38 @@ def test_each_collective_crosses_the_probe_s_own_fit_or_the_all_reduce_s():
 
 
 def test_a_sweep_s_distributed_pipeline_cells_are_predicted_from_their_stages_and_single():
-    single = {"curve": "single", "value": None, "status": "ran", "time_split_s": {"input": 0.01, "optimizer": 0.02}}
+    figures = summarize_cells(entries()).cells["single"]
+    single = figures.model_copy(update={"time_split_s": {"input": 0.01, "optimizer": 0.02}})
     staged = {"engine": "distributed", "stage_seconds": [0.1, 0.3], "micro_batches": 4}
-    gpipe = {"curve": "gpipe", "value": 2, "status": "ran", "processes": 2, "devices": 2, "strategy_details": staged}
-    gpipe |= {"step_time_s": {"median": 1.5}, "median_precision": 0.01}
-    inprocess = {**gpipe, "curve": "inprocess", "processes": 1, "strategy_details": {**staged, "engine": "inprocess"}}
-    (only,) = checked_sweep_cells([single, gpipe, inprocess])
+    steps = figures.step_time_s.model_copy(update={"median": 1.5})
+    gpipe = figures.model_copy(
+        update={
+            "processes": 2,
+            "devices": 2,
+            "strategy_details": staged,
+            "step_time_s": steps,
+            "median_precision": 0.01,
+        }
+    )
+    inprocess = gpipe.model_copy(update={"processes": 1, "strategy_details": {**staged, "engine": "inprocess"}})
+    cells = [
+        SweepCell(curve="single", value=None, figures=single),
+        SweepCell(curve="gpipe", value=2, figures=gpipe),
+        SweepCell(curve="inprocess", value=2, figures=inprocess),
+    ]
+    (only,) = checked_sweep_cells(cells)
     assert only["cell"] == "gpipe 2" and only["predicted_step_s"] == pytest.approx(4 * 0.3 + 0.1 + 0.03)
     assert only["error"] == pytest.approx(1.33 / 1.5 - 1) and only["within"] is True
 
 
 def test_model_parallel_is_predicted_as_a_pipeline_of_one_micro_batch():
     benchmark = summarize_cells(entries())
-    cells = benchmark["cells"]
-    cells["model_parallel"]["strategy_details"] = {"cut": [3, 3], "stage_seconds": [0.03, 0.05]}
+    cells = benchmark.cells
+    cells["model_parallel"] = cells["model_parallel"].model_copy(
+        update={"strategy_details": {"cut": [3, 3], "stage_seconds": [0.03, 0.05]}}
+    )
     prediction = predict(benchmark, OPTIONS, PROBE)
     (checked,) = [check for check in prediction["checks"] if check["cell"] == "model_parallel"]
-    parts = cells["single"]["time_split_s"]
+    parts = cells["single"].time_split_s
     assert checked["predicted_step_s"] == pytest.approx(0.03 + 0.05 + parts["input"] + parts["optimizer"])
     assert checked["predicted_exposed_communication_s"] == pytest.approx(0.03), "the first stage idles meanwhile"

@@ -5,9 +5,12 @@ import pytest
 
 from parabench.data.miniimagenet import MINIIMAGENET
 from parabench.data.provenance import Provenance
-from parabench.records import Evaluation, RunRecord
+from parabench.engine.cells import Cell, CellRuns
+from parabench.records import CellsSummary, Evaluation, RunRecord
+from parabench.report.benchmark import summarize_cells
 from parabench.report.speedup import compare, details, speedups
-from tests.setups import run_record
+from tests.setups import cpu_setup, run_record, tiny_plan
+from tests.test_benchmark_report import steady
 
 SAMPLE = Provenance(  # as the train stage's results record carries it: 20 images of each official class
     dataset="miniimagenet",
@@ -47,10 +50,19 @@ def record(strategy: str, seconds: float, devices: int, contended: bool = False)
     )
 
 
-def cell(seconds: float) -> dict:
-    """A benchmark cell that ran 3 rounds of 8 steps around `seconds`, alternating -+1%, at a global batch of 4."""
-    steps = [seconds * (1.01 if step % 2 else 0.99) for step in range(8)]
-    return {"status": "ran", "global_batch": 4, "step_durations_by_round": [steps] * 3}
+def benchmark(ddp_seconds: float | None) -> CellsSummary:
+    """single's cell at 1 s a step and ddp's at `ddp_seconds` (skipped where None), each 3 rounds of 8 steps
+    alternating -+1%, summarised with no A/A control and a smallest difference of 2%: the noise floor."""
+    two = cpu_setup(devices=2, batch_shape=(64, 1, 28, 28))
+    single = tiny_plan("single", two, "benchmark", batch_size=64)
+    entries = [CellRuns(Cell("fashion_mnist", "single"), single, runs=steady(1.0, 0.01))]
+    ddp = Cell("fashion_mnist", "ddp")
+    if ddp_seconds is None:
+        entries.append(CellRuns(ddp, None, skipped_reason="..."))
+    else:
+        plan = tiny_plan("ddp", two, "benchmark", batch_size=64)
+        entries.append(CellRuns(ddp, plan, runs=steady(ddp_seconds, ddp_seconds / 100)))
+    return summarize_cells(entries, smallest_difference=0.02)
 
 
 def test_speedup_efficiency_and_the_primary_metric_by_name():
@@ -61,14 +73,10 @@ def test_speedup_efficiency_and_the_primary_metric_by_name():
             "paired": {"delta": 0.05, "ci95_low": 0.03, "ci95_high": 0.07, "items": 600, "mcnemar_p": None},
         }
     )
-    benchmark = {
-        "cells": {"ddp": {**cell(4 / 6), "speedup_verdict": "faster"}, "single": cell(1.0)},
-        "noise": {"floor": 0.02},
-        "ranking": {"fastest": "ddp", "tied": []},
-    }
+    timed = benchmark(4 / 6)
     run, reference = record("ddp", 50, 2), record("single", 100, 1, contended=True)
-    row = compare(run, reference, evaluation, benchmark, "test_acc")
-    more = details(run, reference, evaluation, benchmark)
+    row = compare(run, reference, evaluation, timed, "test_acc")
+    more = details(run, reference, evaluation, timed)
     both = more["speedups"]
     assert row["speedup"] == pytest.approx(1.5) and both["speedup_from"] == "benchmark", "the interleaved figure"
     assert (row["speedup_verdict"], row["noise_floor"], row["fastest"]) == ("faster", 0.02, "ddp")
@@ -83,9 +91,9 @@ def test_speedup_efficiency_and_the_primary_metric_by_name():
     assert "reference_test_acc" not in row and "scaling_efficiency" not in row, "the rest lives in results/"
     assert len(row) <= 12, f"about a dozen columns in dvc exp show, with the prediction's two: {sorted(row)}"
     thirds = evaluation.model_copy(update={"train": {"test_acc": 1 / 3, "test_acc_ci95": 0.012345678}})
-    shown = compare(run, reference, thirds, benchmark, "test_acc")
+    shown = compare(run, reference, thirds, timed, "test_acc")
     assert (shown["test_acc"], shown["test_acc_ci95"]) == (0.3333, 0.01235), "4 significant digits in the metrics"
-    assert details(run, reference, thirds, benchmark)["evaluation"]["train"]["test_acc"] == 1 / 3, "results/: all"
+    assert details(run, reference, thirds, timed)["evaluation"]["train"]["test_acc"] == 1 / 3, "results/: all"
 
 
 def test_no_interleaved_ratio_when_the_benchmark_did_not_run_both():
@@ -96,11 +104,7 @@ def test_no_interleaved_ratio_when_the_benchmark_did_not_run_both():
             "paired": {"delta": 0.0, "ci95_low": -0.01, "ci95_high": 0.01, "items": 600, "mcnemar_p": 1.0},
         }
     )
-    skipped = {
-        "cells": {"ddp": {"status": "skipped", "reason": "..."}, "single": cell(1.0)},
-        "noise": {"floor": None},
-        "ranking": {"fastest": None, "tied": []},
-    }
+    skipped = benchmark(None)
     row = compare(record("ddp", 50, 2), record("single", 100, 1), evaluation, skipped, "test_acc")
     both = speedups(record("ddp", 50, 2), record("single", 100, 1), skipped)
     assert both["speedup_benchmark"] is None and both["speedups_agree"] is None and row["speedup_verdict"] is None

@@ -14,7 +14,9 @@ from parabench.report import summary
 from parabench.report.speedup import compare, details
 from parabench.stats import paired_difference
 from tests.conftest import PROJECT_ROOT
+from tests.report_fixture import benchmark_results
 from tests.setups import run_record
+from tests.test_speedup_report import benchmark as timed_pair
 
 
 def training_run(strategy: str, seconds: float, devices: int) -> RunRecord:
@@ -36,18 +38,7 @@ def write_workload(name: str, run_hits: list[float], reference_hits: list[float]
     items = {"train": torch.tensor(run_hits), "reference": torch.tensor(reference_hits)}
     scores = {role: {"test_acc": float(hits.mean()), "test_acc_ci95": 0.01} for role, hits in items.items()}
     evaluation = Evaluation(**scores, paired=PairedDifference(**paired_difference(items["train"], items["reference"])))
-    benchmark = {
-        "cells": {
-            role: {
-                "status": "ran",
-                "global_batch": 100,
-                "step_durations_by_round": [[seconds * (1 + step % 3 / 100) for step in range(8)]] * 3,
-            }
-            for role, seconds in (("ddp", 0.9), ("single", 1.0))
-        },
-        "noise": {"floor": 0.02},
-        "ranking": {"fastest": None, "tied": ["ddp", "single"]},
-    }
+    benchmark = timed_pair(0.9)
     write_json(speedup_metrics_file(name), compare(run, reference, evaluation, benchmark, "test_acc"))
     write_json(results_file("speedup", name), details(run, reference, evaluation, benchmark))
 
@@ -61,34 +52,7 @@ def outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     )
     write_workload("hotdog", [1.0] * 180 + [0.0] * 68, [0.0] * 60 + [1.0] * 120 + [0.0] * 68)
 
-    def ran(rate: float, speedup: float, verdict: str | None) -> dict:
-        return {
-            "status": "ran",
-            "unit": "sample",
-            "rate": rate,
-            "speedup": speedup,
-            "speedup_ci95": [speedup * 0.98, speedup * 1.02],
-            "speedup_verdict": verdict,
-            "scaling_efficiency": speedup / (2 if verdict else 1),
-            "efficiency_vs_ceiling": None,
-            "communication_share": None,
-            "contended": False,
-            "environment": {"transform_samples_per_s_per_process": 50 * rate, "train_samples_per_s_per_process": rate},
-        }
-
-    cells = {"single": ran(100.0, 1.0, None), "model_parallel": ran(90.0, 0.9, "slower"), "dp": {"status": "skipped"}}
-    ranking = {"fastest": "single", "best_measured": "single", "runner_up": "model_parallel", "tied": []}
-    noise = {"floor": 0.02, "aa_ratio": 1.0, "aa_ci95": [0.99, 1.01], "aa_floor": 0.02, "smallest_difference": 0.0}
-    noise["control"] = "single_control"
-    write_json(
-        results_file("benchmark", "fashion_mnist"),
-        {
-            "cells": cells,
-            "flags": {},
-            "ranking": {**ranking, "margin": 1.11, "margin_ci95": [1.08, 1.14]},
-            "noise": noise,
-        },
-    )
+    write_json(results_file("benchmark", "fashion_mnist"), benchmark_results().model_dump(mode="json"))
     return tmp_path
 
 

@@ -11,23 +11,28 @@ import pytest
 from parabench.config import load_params, sweep_params
 from parabench.engine.cells import StageTime, SweepPoint, sweep_cells
 from parabench.errors import ConfigError
+from parabench.records import CellFigures, SkippedCell
+from parabench.report.benchmark import summarize_cells
 from parabench.report.sweep import write_sweep
 from parabench.runtime.environment import machine_identity
+from tests.test_benchmark_report import entries
 
 PARAM = "pipeline.split_size.resnet50"
 
 
-def ran(median: float, p25: float, p75: float, details: dict | None = None) -> dict:
-    """A cell's figures as summarize_cells gives them (only what the sweep reads)."""
-    return {
-        "status": "ran",
-        "unit": "sample",
-        "rate": 24 / median,
-        "peak_memory_mb": {"rank0": 100.0, "rank1": 120.0},
-        "saved_for_backward_mb": {"rank0": 5.0, "rank1": 5.0},
-        "strategy_details": details or {},
-        "step_time_s": {"median": median, "p25": p25, "p75": p75},
-    }
+def ran(median: float, p25: float, p75: float, details: dict | None = None) -> CellFigures:
+    """A cell's figures as summarize_cells gives them, with the step times, memory and details the sweep reads set."""
+    figures = summarize_cells(entries()).cells["single"]
+    assert isinstance(figures, CellFigures)
+    return figures.model_copy(
+        update={
+            "rate": 24 / median,
+            "peak_memory_mb": {"rank0": 100.0, "rank1": 120.0},
+            "saved_for_backward_mb": {"rank0": 5.0, "rank1": 5.0},
+            "strategy_details": details or {},
+            "step_time_s": figures.step_time_s.model_copy(update={"median": median, "p25": p25, "p75": p75}),
+        }
+    )
 
 
 def test_the_default_sweeps_time_every_value_per_curve_beside_the_references(base_params, write_params):
@@ -131,13 +136,13 @@ def test_a_sweep_writes_each_curve_and_picks_its_fastest_value(base_params, writ
     distributed = {"engine": "distributed", "devices_virtual": True}
     results = [
         ran(2.0, 1.9, 2.1),
-        {"status": "skipped", "reason": "needs 2 devices\nmore"},
+        SkippedCell(status="skipped", reason="needs 2 devices\nmore"),
         ran(5.0, 4.0, 6.0, distributed),
         ran(1.0, 0.9, 1.2, distributed),
         ran(1.5, 1.4, 1.6, distributed),
         ran(3.0, 2.9, 3.1, distributed),
         ran(4.0, 3.0, 5.0, distributed),
-        {"status": "skipped", "reason": "1f1b needs micro-batches"},
+        SkippedCell(status="skipped", reason="1f1b needs micro-batches"),
         ran(0.8, 0.7, 0.9, distributed),
         ran(1.6, 1.5, 1.7, distributed),
     ]
@@ -161,12 +166,12 @@ def test_a_sweep_writes_each_curve_and_picks_its_fastest_value(base_params, writ
     assert json.loads((tmp_path / "metrics/sweep/toy/1f1b.json").read_text())["best_value"] == 12
     full = json.loads((tmp_path / "results/sweep/toy.json").read_text())
     assert full["curves"]["gpipe"]["speedup_vs_model_parallel"] is None
-    assert full["reference_lines"]["model_parallel"] == {"skipped": "needs 2 devices\nmore"}
+    assert full["reference_lines"]["model_parallel"] == {"status": "skipped", "reason": "needs 2 devices\nmore"}
     assert full["skipped"] == [
         "model_parallel pipeline.split_size.resnet50=None skipped: needs 2 devices",
         "1f1b pipeline.split_size.resnet50=4 skipped: 1f1b needs micro-batches",
     ]
-    assert "note" not in full["curves"]["gpipe"], "a distributed curve can overlap its stages"
+    assert full["curves"]["gpipe"]["note"] is None, "a distributed curve can overlap its stages"
     assert (tmp_path / "plots/figures/sweep-toy.png").stat().st_size > 10_000
 
 
@@ -192,7 +197,9 @@ def test_a_sweep_that_cannot_run_on_this_hardware_records_why_and_still_writes_i
 ):
     """One device: no cell of the pipeline sweep can run; the stage still writes every output DVC expects."""
     sweep = load_params(write_params(base_params)).sweeps["split_size"]
-    reason = {"status": "skipped", "reason": "pipeline cuts the model into one stage per device and needs at least 2"}
+    reason = SkippedCell(
+        status="skipped", reason="pipeline cuts the model into one stage per device and needs at least 2"
+    )
     monkeypatch.chdir(tmp_path)
     write_sweep(
         "toy",

@@ -11,7 +11,7 @@ from parabench.engine.cells import Cell, CellRuns
 from parabench.engine.plan import RunPlan
 from parabench.engine.timing import PHASES
 from parabench.engine.training import measure_cell
-from parabench.records import CellRun
+from parabench.records import CellFigures, CellRun
 from parabench.report.benchmark import summarize_cells
 from parabench.runtime.process import Process
 from tests.multiprocess import run_ranks
@@ -59,22 +59,21 @@ def test_every_cell_s_step_splits_into_parts_that_add_up_to_it(tmp_path):
             assert all(set(ranks[rank][step]) == set(PHASES) for rank in range(len(ranks)))
             slowest_own = max(sum(ranks[rank][step].values()) for rank in range(len(ranks)))
             assert slowest_own == pytest.approx(duration, rel=1e-9), "a step's phases add up to it on every rank"
-    results = summarize_cells(entries)["cells"]
+    results = summarize_cells(entries).cells
     for label, figures in results.items():
-        split = figures["time_split_s"]
+        assert isinstance(figures, CellFigures), label
+        split = figures.time_split_s
         assert all(seconds >= 0 for seconds in split.values()), (label, split)
-        assert figures["time_split_vs_step"] == pytest.approx(
-            sum(split.values()) / figures["step_time_s"]["median"] - 1
-        )
-    kept = {label: figures["saved_for_backward_mb"] for label, figures in results.items()}
+        assert figures.time_split_vs_step == pytest.approx(sum(split.values()) / figures.step_time_s.median - 1)
+    kept = {label: figures.saved_for_backward_mb for label, figures in results.items()}
     assert set(kept["ddp"]) == {"rank0", "rank1"} and kept["ddp"]["rank0"] > 0, "each rank counts what it kept"
     assert kept["ddp"]["rank0"] < kept["single"]["rank0"], "a replica keeps its half batch's activations"
-    assert set(results["ddp"]["time_split_s"]) == {"input", "compute", "communication", "optimizer", "idle"}
-    assert results["ddp"]["gradient_allreduce_s"] > 0
-    assert 0 <= results["ddp"]["communication_hidden_share"] <= 1
-    assert set(results["single"]["time_split_s"]) == {"input", "compute", "optimizer", "idle"}
-    assert results["single"]["time_split_s"]["idle"] == 0, "one process waits for nobody"
-    assert set(results["model_parallel"]["time_split_s"]) == {"input", "compute", "optimizer", "idle"}, (
+    assert set(results["ddp"].time_split_s) == {"input", "compute", "communication", "optimizer", "idle"}
+    assert results["ddp"].gradient_allreduce_s > 0
+    assert 0 <= results["ddp"].communication_hidden_share <= 1
+    assert set(results["single"].time_split_s) == {"input", "compute", "optimizer", "idle"}
+    assert results["single"].time_split_s["idle"] == 0, "one process waits for nobody"
+    assert set(results["model_parallel"].time_split_s) == {"input", "compute", "optimizer", "idle"}, (
         "one process on one CPU moves nothing between its stages"
     )
-    assert results["ceiling"]["gradient_allreduce_s"] is None, "independent copies communicate nothing"
+    assert results["ceiling"].gradient_allreduce_s is None, "independent copies communicate nothing"

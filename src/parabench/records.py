@@ -1,12 +1,12 @@
-"""What the workers measure, as typed records: a training run, a timed benchmark or sweep cell, the evaluation, and a
-workload's benchmark summary.
+"""What the workers measure and the stages summarise, as typed records: a training run, a timed benchmark or sweep
+cell, the evaluation, a workload's benchmark summary and a sweep's.
 
 The training worker (engine/worker.py) writes a RunRecord to results/{train,reference}/<workload>.json, a cell
 worker a CellRun for each round of a cell (kept in results/benchmark_cells/ and results/sweep_cells/), the evaluate
-stage an Evaluation to results/eval/<workload>.json; the report reads them back through these models, never by
-string keys. The speedup stage writes a workload's benchmark summary as BenchmarkResults, validated as written (the
-report's pages still read that file as plain JSON). Each field says what it is once, here; docs/metrics.md's last
-section is printed from these (tests/test_records.py holds the two equal).
+stage an Evaluation to results/eval/<workload>.json, the speedup stage a BenchmarkResults to
+results/benchmark/<workload>.json and the sweep_summary stage a SweepResults to results/sweep/<name>.json; the report
+reads them back through these models, never by string keys. Each field says what it is once, here; docs/metrics.md's
+last section is printed from these (tests/test_records.py holds the two equal).
 
     python -m parabench.records    # every record's fields and meanings: docs/metrics.md's last section
 """
@@ -227,17 +227,69 @@ class StageShares(Record):
     runs_disturbed: int = Field(description="runs timed again: other programs took over 10% of the CPU meanwhile")
 
 
-class BenchmarkResults(Record):
-    """A workload's benchmark, summarised by the speedup stage from what the benchmark stage measured."""
+Cell = Annotated[CellFigures | SkippedCell, Field(discriminator="status")]
 
-    cells: dict[str, Annotated[CellFigures | SkippedCell, Field(discriminator="status")]] = Field(
-        description="label -> the cell's figures, or why it was skipped"
-    )
+
+class CellsSummary(Record):
+    """Timed cells summarised (report/benchmark.py): each cell's figures, the noise floor, the flags and the ranking."""
+
+    cells: dict[str, Cell] = Field(description="label -> the cell's figures, or why it was skipped")
     noise: NoiseFloor = Field(description="the A/A control and the noise floor it sets")
     flags: dict[str, str] = Field(description="label -> why the cell's figure is not an answer")
     ranking: Ranking = Field(description="the fastest strategy, or the tie")
+
+
+class BenchmarkResults(CellsSummary):
+    """A workload's benchmark, summarised by the speedup stage from what the benchmark stage measured."""
+
     stage: StageShares = Field(description="where the benchmark stage's time went")
     choices: dict[str, Any] = Field(description="the workload's settings shown beside its metrics")
+
+
+class SweepCell(Record):
+    """A sweep's cell: the curve and value it times, and its figures as a benchmark cell's."""
+
+    curve: str = Field(description="the curve it belongs to (an engine or a knob's setting), or single/model_parallel")
+    value: Any = Field(description="the swept param's value; None for the reference lines (single, model_parallel)")
+    figures: Cell = Field(description="its figures, or why it was skipped")
+
+
+class CurveFigures(Record):
+    """A sweep curve's best value, against single, model_parallel and the curve's own largest value (> 1: faster)."""
+
+    status: Literal["ran"] = Field(description="at least one value ran")
+    best_value: Any = Field(description="the value with the shortest median step")
+    best_median_s: float = Field(description="that median step, in seconds")
+    speedup: float | None = Field(description="single's median step over the best's; None: single did not run")
+    speedup_vs_model_parallel: float | None = Field(description="model_parallel's over the best's; None: not run")
+    largest_value: Any = Field(description="the curve's largest value (for a split size: the whole batch)")
+    speedup_vs_largest_value: float = Field(description="the largest value's median step over the best's")
+    note: str | None = Field(default=None, description="why the curve's stages cannot overlap here, where they cannot")
+
+
+class SkippedCurve(Record):
+    """A sweep curve none of whose values could run on this hardware."""
+
+    status: Literal["skipped"] = Field(description="skipped: its cells say why")
+
+
+class SweepResults(Record):
+    """A sweep, summarised by its sweep_summary stage from what its sweep stage measured."""
+
+    sweep: dict[str, Any] = Field(description="params.yaml's sweeps.<name>: workload, strategy, param, values")
+    scale: str = Field(description="the settings' scale (quick or paper)")
+    curves: dict[str, Annotated[CurveFigures | SkippedCurve, Field(discriminator="status")]] = Field(
+        description="curve -> its best value and speedups, or skipped"
+    )
+    reference_lines: dict[str, StepTimes | SkippedCell] = Field(
+        description="single's and model_parallel's steps, the lines each curve is read against, or why one was skipped"
+    )
+    skipped: list[str] = Field(description="each cell that could not run here, and why, a line each")
+    stage: StageShares = Field(description="where the sweep stage's time went")
+    cells: list[SweepCell] = Field(description="every cell, in the sweep's order")
+    prediction_checks: list[dict[str, Any]] = Field(
+        description="predicted against measured step at each distributed pipeline cell (report/scaling.py)"
+    )
 
 
 RECORDS: dict[str, type[Record]] = {
@@ -245,6 +297,7 @@ RECORDS: dict[str, type[Record]] = {
     "results/{benchmark,sweep}_cells/<name>.json, each cell's runs": CellRun,
     "results/eval/<workload>.json": Evaluation,
     "results/benchmark/<workload>.json": BenchmarkResults,
+    "results/sweep/<name>.json": SweepResults,
 }
 
 

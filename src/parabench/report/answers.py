@@ -3,7 +3,16 @@
 from dataclasses import dataclass
 from typing import Any
 
-from parabench.report.benchmark import REFERENCE, ratio
+from parabench.records import (
+    CellFigures,
+    CellsSummary,
+    CurveFigures,
+    NoiseFloor,
+    SkippedCell,
+    SkippedCurve,
+    SweepResults,
+)
+from parabench.report.benchmark import REFERENCE, ran, ratio
 from parabench.stats import ratio_verdict
 
 
@@ -43,29 +52,31 @@ QUESTIONS = {
 }
 
 
-def speedup_text(cell: dict[str, Any]) -> str:
+def speedup_text(cell: CellFigures) -> str:
     """A cell's speedup over single with its 95% interval: `1.55x (1.49x-1.60x)`."""
-    low, high = cell["speedup_ci95"]
-    return f"{cell['speedup']:.2f}x ({low:.2f}x-{high:.2f}x)"
+    if cell.speedup is None or cell.speedup_ci95 is None:
+        return "not compared (single did not run)"
+    low, high = cell.speedup_ci95
+    return f"{cell.speedup:.2f}x ({low:.2f}x-{high:.2f}x)"
 
 
-def noise_sentence(noise: dict[str, Any]) -> str:
+def noise_sentence(noise: NoiseFloor) -> str:
     """The A/A control in words: how far two timings of the very same run landed apart, and what that makes noise
     (at least params.yaml's smallest_difference)."""
-    least = noise["smallest_difference"]
-    if noise.get("aa_floor") is None:
-        why = f"No A/A control ran here: {noise.get('why_none', 'no control')}."
+    least = noise.smallest_difference
+    if noise.aa_floor is None or noise.aa_ci95 is None:
+        why = f"No A/A control ran here: {noise.why_none or 'no control'}."
         return why + (f" A difference within {least:.1%} (smallest_difference) is not named." if least else "")
-    low, high = noise["aa_ci95"]
+    low, high = noise.aa_ci95
     measured = (
-        f"Timed twice as two cells in two processes, single against itself came out at {noise['aa_ratio']:.3f}x "
+        f"Timed twice as two cells in two processes, single against itself came out at {noise.aa_ratio:.3f}x "
         f"(95%: {low:.3f}-{high:.3f})"
     )
-    if noise["aa_floor"] >= least:
-        within = f": a difference within {noise['floor']:.1%} is this machine's noise."
+    if noise.aa_floor >= least:
+        within = f": a difference within {noise.floor:.1%} is this machine's noise."
     else:
         within = (
-            f", within {noise['aa_floor']:.1%}; a difference within {least:.1%} (smallest_difference: two runs minutes "
+            f", within {noise.aa_floor:.1%}; a difference within {least:.1%} (smallest_difference: two runs minutes "
             "apart differ by more than one run's control sees) is not named."
         )
     return (
@@ -74,66 +85,76 @@ def noise_sentence(noise: dict[str, Any]) -> str:
     )
 
 
-def fastest_sentence(workload: str, benchmark: dict[str, Any]) -> str:
+def fastest_sentence(workload: str, benchmark: CellsSummary) -> str:
     """Which strategy trains fastest here, named only beyond the noise (else the tie), against single with its
     interval; how close data parallelism comes to the ceiling; the cells whose figures are not an answer, and why."""
-    cells, ranking, flags = benchmark["cells"], benchmark["ranking"], benchmark["flags"]
-    reference = cells.get(REFERENCE, {})
-    if reference.get("status") != "ran":
+    ranking, flags = benchmark.ranking, benchmark.flags
+    ran_cells = {label: cell for label, cell in benchmark.cells.items() if isinstance(cell, CellFigures)}
+    reference = ran(benchmark.cells, REFERENCE)
+    if reference is None:
         return f"No {workload} benchmark cell of `single` ran here, so no speedup can be given."
-    best, runner_up = ranking["best_measured"], ranking["runner_up"]
-    if ranking["fastest"] == REFERENCE:
-        sentences = [f"No strategy beats single here ({reference['rate']:.3g} {reference['unit']}s/s)."]
+    runner_up = ranking.runner_up
+    if ranking.fastest == REFERENCE:
+        sentences = [f"No strategy beats single here ({reference.rate:.3g} {reference.unit}s/s)."]
         if runner_up:
-            sentences.append(f"The closest is {runner_up}, at {speedup_text(cells[runner_up])} single.")
-    elif ranking["fastest"]:
-        low, high = ranking["margin_ci95"]
+            sentences.append(f"The closest is {runner_up}, at {speedup_text(ran_cells[runner_up])} single.")
+    elif ranking.fastest:
+        fastest = ran_cells[ranking.fastest]
+        ahead = ""
+        if runner_up and ranking.margin_ci95:
+            low, high = ranking.margin_ci95
+            ahead = f", ahead of {runner_up} by {ranking.margin:.2f}x ({low:.2f}x-{high:.2f}x)"
         sentences = [
-            f"The fastest strategy here is {best}: {cells[best]['rate']:.3g} {cells[best]['unit']}s/s, "
-            f"{speedup_text(cells[best])} single, ahead of {runner_up} by {ranking['margin']:.2f}x "
-            f"({low:.2f}x-{high:.2f}x)."
+            f"The fastest strategy here is {ranking.fastest}: {fastest.rate:.3g} {fastest.unit}s/s, "
+            f"{speedup_text(fastest)} single{ahead}."
         ]
     else:
-        tied = ranking["tied"]
+        tied = ranking.tied
         sentences = [
             f"No strategy is fastest beyond the noise: {', '.join(tied)} are within it of each other "
-            f"({', '.join(f'{label} {speedup_text(cells[label])}' for label in tied if label != REFERENCE)}"
+            f"({', '.join(f'{label} {speedup_text(ran_cells[label])}' for label in tied if label != REFERENCE)}"
             f"{' single' if any(label != REFERENCE for label in tied) else ''})."
         ]
         if REFERENCE in tied:
             sentences.append("So none of them beats single beyond the noise.")
-    sentences.append(noise_sentence(benchmark["noise"]))
-    parallel = {
-        label: cell
-        for label, cell in cells.items()
-        if cell.get("efficiency_vs_ceiling") is not None and label not in flags
-    }
+    sentences.append(noise_sentence(benchmark.noise))
+    parallel = [
+        (label, cell)
+        for label, cell in ran_cells.items()
+        if cell.efficiency_vs_ceiling is not None and label not in flags
+    ]
     if parallel:
-        label = max(parallel, key=lambda name: parallel[name]["rate"])
-        cell = parallel[label]
-        low, high = cell["efficiency_vs_ceiling_ci95"]
-        sentence = (
-            f"{label} reaches {cell['efficiency_vs_ceiling']:.0%} ({low:.0%}-{high:.0%}) of what independent "
-            "copies manage side by side"
-        )
-        if cell.get("communication_share") is not None:
-            sentence += f"; communication not hidden behind compute takes {cell['communication_share']:.0%} of its step"
-        sentences.append(sentence + ".")
+        sentences.append(ceiling_sentence(*max(parallel, key=lambda pair: pair[1].rate)))
     sentences += [f"Not an answer: {label}, {why}." for label, why in flags.items()]
     return " ".join(sentences)
 
 
-def pair_sentence(benchmark: dict[str, Any], first: str, second: str) -> str:
+def ceiling_sentence(label: str, cell: CellFigures) -> str:
+    """How close a data-parallel cell comes to its ceiling, and what its unhidden communication takes."""
+    if cell.efficiency_vs_ceiling is None or cell.efficiency_vs_ceiling_ci95 is None:
+        return ""
+    low, high = cell.efficiency_vs_ceiling_ci95
+    sentence = (
+        f"{label} reaches {cell.efficiency_vs_ceiling:.0%} ({low:.0%}-{high:.0%}) of what independent copies manage "
+        "side by side"
+    )
+    if cell.communication_share is not None:
+        sentence += f"; communication not hidden behind compute takes {cell.communication_share:.0%} of its step"
+    return sentence + "."
+
+
+def pair_sentence(benchmark: CellsSummary, first: str, second: str) -> str:
     """How `first` compares with `second` in the benchmark, with its interval and verdict, or why it cannot be
     compared here."""
-    cells = benchmark["cells"]
+    pair = []
     for label in (first, second):
-        cell = cells.get(label, {"status": "missing", "reason": "not in benchmark.strategies"})
-        if cell["status"] != "ran":
-            reason = (cell.get("reason") or "no reason recorded").splitlines()[0].rstrip(".")
+        cell = benchmark.cells.get(label, SkippedCell(status="skipped", reason="not in benchmark.strategies"))
+        if isinstance(cell, SkippedCell):
+            reason = cell.reason.splitlines()[0].rstrip(".") if cell.reason else "no reason recorded"
             return f"{first} against {second}: {label} did not run here ({reason})."
-    point, low, high = ratio(cells[first], cells[second])
-    verdict = ratio_verdict((point, low, high), benchmark["noise"]["floor"])
+        pair.append(cell)
+    point, low, high = ratio(*pair)
+    verdict = ratio_verdict((point, low, high), benchmark.noise.floor)
     words = {"faster": "faster than", "slower": "slower than"}.get(verdict, "no different, beyond the noise, from")
     return f"{first} trains at {point:.2f}x ({low:.2f}x-{high:.2f}x) the rate of {second}: {words} {second}."
 
@@ -146,28 +167,27 @@ def quality_sentence(comparison: dict[str, Any] | None) -> str:
     return words[0].upper() + words[1:] + "."
 
 
-def sweep_sentence(name: str, sweep: dict[str, Any]) -> str:
-    """Each curve's best value in the sweep `name`, against single and model_parallel (or that none ran)."""
+def sweep_sentence(name: str, param: str, curves: dict[str, CurveFigures | SkippedCurve]) -> str:
+    """Each curve's best value in the sweep `name` of `param`, against single and model_parallel (or that none ran)."""
     parts = []
-    for curve, figures in sweep["curves"].items():
-        if figures["status"] != "ran":
+    for curve, figures in curves.items():
+        if not isinstance(figures, CurveFigures):
             parts.append(f"{curve} ran no value on this hardware (its cells were skipped: results/sweep/ says why)")
             continue
-        against = [f"{figures['speedup']:.2f}x single"] if figures.get("speedup") else []
-        if figures.get("speedup_vs_model_parallel"):
-            against.append(f"{figures['speedup_vs_model_parallel']:.2f}x model_parallel")
+        against = [f"{figures.speedup:.2f}x single"] if figures.speedup else []
+        if figures.speedup_vs_model_parallel:
+            against.append(f"{figures.speedup_vs_model_parallel:.2f}x model_parallel")
         parts.append(
-            f"{curve} is fastest at {sweep['sweep']['param']}={figures['best_value']}"
-            + (f" ({', '.join(against)})" if against else "")
+            f"{curve} is fastest at {param}={figures.best_value}" + (f" ({', '.join(against)})" if against else "")
         )
     return (f"Sweep {name}: " + "; ".join(parts) + ".") if parts else ""
 
 
 def answer(
     workload: str,
-    benchmark: dict[str, dict[str, Any]],
+    benchmark: CellsSummary,
     comparison: dict[str, Any] | None,
-    sweeps: dict[str, dict[str, Any]],
+    sweeps: dict[str, SweepResults],
 ) -> str:
     """This machine's answer to the workload's seed question, from the benchmark, the run's comparison with its
     reference (quality) and the sweeps of the workload (by name)."""
@@ -178,6 +198,6 @@ def answer(
         sentences.append(pair_sentence(benchmark, "allreduce", "ddp"))
     if workload == "resnet50":
         sentences.append(pair_sentence(benchmark, "model_parallel", REFERENCE))
-        sentences += [sweep_sentence(name, sweep) for name, sweep in sweeps.items()]
+        sentences += [sweep_sentence(name, sweep.sweep["param"], sweep.curves) for name, sweep in sweeps.items()]
     sentences.append(quality_sentence(comparison))
     return " ".join(sentence for sentence in sentences if sentence)

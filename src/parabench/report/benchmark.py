@@ -11,7 +11,7 @@ from parabench.engine.cells import CEILING, CONTROL, CellRuns, MeasuredCells
 from parabench.engine.timing import summarize
 from parabench.io import write_atomic, write_json
 from parabench.paths import benchmark_figure_file, benchmark_table_file, results_file
-from parabench.records import BenchmarkResults
+from parabench.records import BenchmarkResults, Cell, CellFigures, CellsSummary, NoiseFloor, Ranking, SkippedCell
 from parabench.report.benchmark_figure import draw
 from parabench.report.time_split import PART_MEANINGS, time_split, typical_parts
 from parabench.runtime.environment import describe, machine_line
@@ -20,12 +20,23 @@ from parabench.stats import NO_DIFFERENCE, median_interval, noise_floor, ratio_i
 
 REFERENCE = "single"
 NOT_STRATEGIES = (CEILING, CONTROL)  # cells that bound or check the others: never an answer
+NOT_COMPARED = {
+    "speedup": None,
+    "speedup_ci95": None,
+    "speedup_verdict": None,
+    "scaling_efficiency": None,
+    "efficiency_vs_ceiling": None,
+    "efficiency_vs_ceiling_ci95": None,
+    "efficiency_vs_ceiling_verdict": None,
+}  # a cell's comparisons before summarize_cells makes them (with_comparisons)
 
 
-def cell_result(entry: CellRuns) -> dict[str, Any]:
-    """One cell's figures: a median over every timed step of every round, and the rounds' extremes."""
+def cell_result(entry: CellRuns, compute_beside: float | None) -> Cell:
+    """One cell's figures: a median over every timed step of every round, the rounds' extremes, and its time split
+    (report.time_split; a data-parallel strategy's compute is `compute_beside`, the ceiling copies' forward and
+    backward on as many devices, where one ran), compared with no other cell yet."""
     if entry.plan is None:
-        return {"status": "skipped", "reason": entry.skipped_reason}
+        return SkippedCell(status="skipped", reason=entry.skipped_reason or "no reason recorded")
     plan = entry.plan
     unit = entry.runs[-1].unit
     steps = [duration for run in entry.runs for duration in run.step_durations]
@@ -33,49 +44,59 @@ def cell_result(entry: CellRuns) -> dict[str, Any]:
     shares = [run.other_cpu_share for run in entry.runs if run.other_cpu_share is not None]
     median, low, high = median_interval([run.step_durations for run in entry.runs])
     transform_rates = [run.transform_units_per_s for run in entry.runs if run.transform_units_per_s is not None]
-    return {
-        "status": "ran",
-        "unit": unit,
-        "rate": plan.global_batch / median,
-        "rate_ci95": [plan.global_batch / high, plan.global_batch / low],
-        "median_precision": (high - low) / 2 / median,
-        "step_durations_by_round": [run.step_durations for run in entry.runs],
-        "rate_slowest_round": min(per_round),
-        "rate_fastest_round": max(per_round),
-        "step_time_s": summarize(steps).model_dump(),
-        "rounds": len(entry.runs),
-        "global_batch": plan.global_batch,
-        "processes": plan.processes,
-        "devices": plan.devices,
-        "devices_virtual": plan.machine.accelerator == "cpu" and plan.devices > 1,
-        "data_parallel": plan.strategy.data_parallel and plan.copies == 1,
-        "other_cpu_share": max(shares) if shares else None,
-        "contended": bool(shares) and max(shares) > CONTENDED_SHARE,
-        "peak_memory_mb": {
+    data_parallel = plan.strategy.data_parallel and plan.copies == 1
+    split = time_split(
+        entry.runs,
+        plan.strategy.name,
+        communicates=plan.devices > 1 and plan.copies == 1,
+        data_parallel=data_parallel,
+        compute_beside=compute_beside,
+    )
+    return CellFigures(
+        status="ran",
+        unit=unit,
+        rate=plan.global_batch / median,
+        rate_ci95=[plan.global_batch / high, plan.global_batch / low],
+        median_precision=(high - low) / 2 / median,
+        step_durations_by_round=[run.step_durations for run in entry.runs],
+        rate_slowest_round=min(per_round),
+        rate_fastest_round=max(per_round),
+        step_time_s=summarize(steps),
+        rounds=len(entry.runs),
+        global_batch=plan.global_batch,
+        processes=plan.processes,
+        devices=plan.devices,
+        devices_virtual=plan.machine.accelerator == "cpu" and plan.devices > 1,
+        data_parallel=data_parallel,
+        other_cpu_share=max(shares) if shares else None,
+        contended=bool(shares) and max(shares) > CONTENDED_SHARE,
+        peak_memory_mb={
             key: max(run.peak_memory_mb[key] for run in entry.runs) for key in entry.runs[-1].peak_memory_mb
         },
-        "memory_kind": entry.runs[-1].memory_kind,
-        "saved_for_backward_mb": next(
+        memory_kind=entry.runs[-1].memory_kind,
+        saved_for_backward_mb=next(
             (run.saved_for_backward_mb for run in entry.runs if run.saved_for_backward_mb is not None), None
         ),
-        "parameters": entry.runs[-1].parameters,
-        "strategy_details": entry.runs[-1].strategy_details,
-        "environment": {
+        parameters=entry.runs[-1].parameters,
+        strategy_details=entry.runs[-1].strategy_details,
+        environment={
             **describe(plan.machine, plan.processes, plan.threads, plan.distributed),
             f"transform_{unit}s_per_s_per_process": statistics.median(transform_rates) if transform_rates else None,
             f"train_{unit}s_per_s_per_process": plan.global_batch / statistics.median(steps) / plan.processes,
         },
-    }
+        **split,
+        **NOT_COMPARED,
+    )
 
 
-def largest_rank_memory(figures: dict[str, Any]) -> tuple[float, float | None]:
+def largest_rank_memory(figures: CellFigures) -> tuple[float, float | None]:
     """A summarised cell's largest rank: its peak memory (MB) and the activations it kept for backward (MiB, None where
     they were not counted), what a memory knob is judged by."""
-    kept = figures["saved_for_backward_mb"]
-    return max(figures["peak_memory_mb"].values()), max(kept.values()) if kept else None
+    kept = figures.saved_for_backward_mb
+    return max(figures.peak_memory_mb.values()), max(kept.values()) if kept else None
 
 
-def summarize_cells(entries: list[CellRuns], smallest_difference: float = 0.0) -> dict[str, Any]:
+def summarize_cells(entries: list[CellRuns], smallest_difference: float = 0.0) -> CellsSummary:
     """The cells' figures (label -> figures), the noise floor, the checks and the ranking.
 
     Each cell that ran gets its speedup over `single` (its rate over single's) with a 95% bootstrap interval and a
@@ -90,87 +111,122 @@ def summarize_cells(entries: list[CellRuns], smallest_difference: float = 0.0) -
     strategy (model_parallel, pipeline) changes the work itself (micro-batches, one process's threads over smaller
     kernels), so the ceiling does not bound it.
     """
-    cells = {entry.cell.label: cell_result(entry) for entry in entries}
-    add_time_splits(entries, cells)
-    reference, ceiling, control = (cells.get(label, {}) for label in (REFERENCE, CEILING, CONTROL))
+    ceilings = [entry for entry in entries if entry.cell.label == CEILING and entry.plan is not None]
+    ceiling_devices = ceilings[0].plan.devices if ceilings and ceilings[0].plan else None
+    ceiling_compute = typical_parts(ceilings[0].runs)["forward_backward"] if ceilings else None
+    cells = {
+        entry.cell.label: cell_result(
+            entry, ceiling_compute if entry.plan is not None and entry.plan.devices == ceiling_devices else None
+        )
+        for entry in entries
+    }
+    reference, ceiling, control = (ran(cells, label) for label in (REFERENCE, CEILING, CONTROL))
     noise = noise_of(reference, control, smallest_difference)
-    for figures in cells.values():
-        if figures["status"] != "ran":
-            continue
-        figures |= against(figures, reference, noise["floor"], "speedup")
-        figures["scaling_efficiency"] = figures["speedup"] / figures["devices"] if figures["speedup"] else None
-        comparable = figures["data_parallel"] and ceiling.get("status") == "ran"
-        comparable = comparable and figures["devices"] == ceiling["devices"]
-        figures |= against(figures, ceiling if comparable else {}, noise["floor"], "efficiency_vs_ceiling")
-    flags = measurement_flags(cells, noise["floor"])
-    return {"cells": cells, "noise": noise, "flags": flags, "ranking": ranking(cells, flags, noise["floor"])}
+    compared: dict[str, Cell] = {
+        label: with_comparisons(figures, reference, ceiling, noise.floor)
+        if isinstance(figures, CellFigures)
+        else figures
+        for label, figures in cells.items()
+    }
+    flags = measurement_flags(compared, noise.floor)
+    return CellsSummary(cells=compared, noise=noise, flags=flags, ranking=ranking(compared, flags, noise.floor))
 
 
-def ratio(figures: dict[str, Any], base: dict[str, Any]) -> tuple[float, float, float]:
+def ran(cells: dict[str, Cell], label: str) -> CellFigures | None:
+    """The figures of the cell `label`, if it ran."""
+    cell = cells.get(label)
+    return cell if isinstance(cell, CellFigures) else None
+
+
+def with_comparisons(
+    figures: CellFigures, reference: CellFigures | None, ceiling: CellFigures | None, floor: float | None
+) -> CellFigures:
+    """The cell with its speedup over `reference` and, for a data-parallel cell on as many devices as `ceiling`, its
+    efficiency against it, each with its interval and verdict."""
+    speedup, speedup_ci95, speedup_verdict = against(figures, reference, floor)
+    comparable = figures.data_parallel and ceiling is not None and figures.devices == ceiling.devices
+    efficiency, efficiency_ci95, efficiency_verdict = against(figures, ceiling if comparable else None, floor)
+    return figures.model_copy(
+        update={
+            "speedup": speedup,
+            "speedup_ci95": speedup_ci95,
+            "speedup_verdict": speedup_verdict,
+            "scaling_efficiency": speedup / figures.devices if speedup else None,
+            "efficiency_vs_ceiling": efficiency,
+            "efficiency_vs_ceiling_ci95": efficiency_ci95,
+            "efficiency_vs_ceiling_verdict": efficiency_verdict,
+        }
+    )
+
+
+def ratio(figures: CellFigures, base: CellFigures) -> tuple[float, float, float]:
     """A cell's rate over another's, paired by round (stats.ratio_interval), with its 95% bootstrap interval (each
     global batch counted: under weak scaling the cells' batches differ)."""
-    point, low, high = ratio_interval(base["step_durations_by_round"], figures["step_durations_by_round"])
-    scale = figures["global_batch"] / base["global_batch"]
+    point, low, high = ratio_interval(base.step_durations_by_round, figures.step_durations_by_round)
+    scale = figures.global_batch / base.global_batch
     return point * scale, low * scale, high * scale
 
 
-def against(figures: dict[str, Any], base: dict[str, Any], floor: float | None, name: str) -> dict[str, Any]:
-    """`name`: the cell's rate over `base`'s, `name`_ci95 its interval, `name`_verdict against the noise floor (all
-    None where `base` did not run)."""
-    if base.get("status") != "ran":
-        return {name: None, f"{name}_ci95": None, f"{name}_verdict": None}
+def against(
+    figures: CellFigures, base: CellFigures | None, floor: float | None
+) -> tuple[float | None, list[float] | None, str | None]:
+    """The cell's rate over `base`'s, its interval and its verdict against the noise floor (all None where `base`
+    did not run)."""
+    if base is None:
+        return None, None, None
     point, low, high = ratio(figures, base)
-    return {name: point, f"{name}_ci95": [low, high], f"{name}_verdict": ratio_verdict((point, low, high), floor)}
+    return point, [low, high], ratio_verdict((point, low, high), floor)
 
 
-def noise_of(reference: dict[str, Any], control: dict[str, Any], smallest_difference: float) -> dict[str, Any]:
+def noise_of(reference: CellFigures | None, control: CellFigures | None, smallest_difference: float) -> NoiseFloor:
     """The A/A control: single's rate over its second timing's, its interval, and the noise floor: the control's, or
     `smallest_difference` where that is larger; or why the control did not run (then the floor is
     `smallest_difference` alone, and with none the verdicts rest on the intervals)."""
-    if reference.get("status") != "ran" or control.get("status") != "ran":
-        return {
-            "floor": smallest_difference or None,
-            "control": CONTROL,
-            "smallest_difference": smallest_difference,
-            "why_none": "the A/A control did not run (benchmark.strategies must list single)",
-        }
+    if reference is None or control is None:
+        return NoiseFloor(
+            floor=smallest_difference or None,
+            control=CONTROL,
+            smallest_difference=smallest_difference,
+            why_none="the A/A control did not run (benchmark.strategies must list single)",
+        )
     point, low, high = ratio(control, reference)
     measured = noise_floor((point, low, high))
-    return {
-        "floor": max(measured, smallest_difference),
-        "control": CONTROL,
-        "aa_ratio": point,
-        "aa_ci95": [low, high],
-        "aa_floor": measured,
-        "smallest_difference": smallest_difference,
-    }
+    return NoiseFloor(
+        floor=max(measured, smallest_difference),
+        control=CONTROL,
+        aa_ratio=point,
+        aa_ci95=[low, high],
+        aa_floor=measured,
+        smallest_difference=smallest_difference,
+    )
 
 
-def measurement_flags(cells: dict[str, dict[str, Any]], floor: float | None) -> dict[str, str]:
+def measurement_flags(cells: dict[str, Cell], floor: float | None) -> dict[str, str]:
     """label -> why its figure is not an answer, for each cell that breaks an invariant of a correct measurement:
     a data-parallel cell above its ceiling (the ceiling did not bound it, so one of them measured something else),
     or a one-process strategy that is not single yet differs from single beyond the noise (the same work done another
     way: its cause is not measured here)."""
     flags = {}
     for label, figures in cells.items():
-        if figures["status"] != "ran" or label in NOT_STRATEGIES:
+        if not isinstance(figures, CellFigures) or label in NOT_STRATEGIES:
             continue
-        if figures.get("efficiency_vs_ceiling_verdict") == "faster":
-            low, high = figures["efficiency_vs_ceiling_ci95"]
+        if figures.efficiency_vs_ceiling_verdict == "faster" and figures.efficiency_vs_ceiling_ci95:
+            low, high = figures.efficiency_vs_ceiling_ci95
             flags[label] = (
-                f"above its ceiling: {figures['efficiency_vs_ceiling']:.2f}x the ceiling's rate "
+                f"above its ceiling: {figures.efficiency_vs_ceiling:.2f}x the ceiling's rate "
                 f"({low:.2f}-{high:.2f}), beyond the noise floor; independent copies cannot be slower than "
                 "replicas doing the same work plus communication, so one of the two cells measured "
                 "something else"
             )
         elif (
-            figures["processes"] == 1
+            figures.processes == 1
             and label != REFERENCE
-            and figures.get("speedup_verdict") not in (None, NO_DIFFERENCE)
+            and figures.speedup_verdict not in (None, NO_DIFFERENCE)
+            and figures.speedup_ci95
         ):
-            low, high = figures["speedup_ci95"]
+            low, high = figures.speedup_ci95
             flags[label] = (
-                f"one process doing single's work, yet {figures['speedup']:.2f}x single ({low:.2f}-{high:.2f}"
+                f"one process doing single's work, yet {figures.speedup:.2f}x single ({low:.2f}-{high:.2f}"
                 f", beyond the noise floor{f' of {floor:.1%}' if floor is not None else ''}): the model "
                 "cut into stages runs other kernels (smaller batches or micro-batches), not other "
                 "parallelism; not counted as an answer"
@@ -178,112 +234,90 @@ def measurement_flags(cells: dict[str, dict[str, Any]], floor: float | None) -> 
     return flags
 
 
-def ranking(cells: dict[str, dict[str, Any]], flags: dict[str, str], floor: float | None) -> dict[str, Any]:
+def ranking(cells: dict[str, Cell], flags: dict[str, str], floor: float | None) -> Ranking:
     """The fastest strategy, named only where it beats the next one beyond the noise; else the strategies tied with
     it. Cells that bound or check the others, and flagged ones, take no part."""
-    ranked = sorted(
-        (
-            label
-            for label, figures in cells.items()
-            if figures["status"] == "ran" and label not in NOT_STRATEGIES and label not in flags
-        ),
-        key=lambda label: cells[label]["rate"],
-        reverse=True,
-    )
+    candidates = {
+        label: figures
+        for label, figures in cells.items()
+        if isinstance(figures, CellFigures) and label not in NOT_STRATEGIES and label not in flags
+    }
+    ranked = sorted(candidates, key=lambda label: candidates[label].rate, reverse=True)
     if not ranked:
-        return {"fastest": None, "tied": [], "margin": None, "margin_ci95": None}
+        return Ranking(fastest=None, tied=[], margin=None, margin_ci95=None)
     best = ranked[0]
     tied = [best]
     for label in ranked[1:]:
-        if ratio_verdict(ratio(cells[best], cells[label]), floor) == "faster":
+        if ratio_verdict(ratio(candidates[best], candidates[label]), floor) == "faster":
             break
         tied.append(label)
-    margin = ratio(cells[best], cells[ranked[1]]) if len(ranked) > 1 else None
-    return {
-        "fastest": best if len(tied) == 1 else None,
-        "tied": tied if len(tied) > 1 else [],
-        "best_measured": best,
-        "runner_up": ranked[1] if len(ranked) > 1 else None,
-        "margin": margin[0] if margin else None,
-        "margin_ci95": list(margin[1:]) if margin else None,
-    }
+    margin = ratio(candidates[best], candidates[ranked[1]]) if len(ranked) > 1 else None
+    return Ranking(
+        fastest=best if len(tied) == 1 else None,
+        tied=tied if len(tied) > 1 else [],
+        best_measured=best,
+        runner_up=ranked[1] if len(ranked) > 1 else None,
+        margin=margin[0] if margin else None,
+        margin_ci95=list(margin[1:]) if margin else None,
+    )
 
 
-def add_time_splits(entries: list[CellRuns], results: dict[str, dict[str, Any]]) -> None:
-    """Each cell that ran gets its time split (report.time_split); a data-parallel strategy's compute is the ceiling
-    copies' forward and backward, where a ceiling ran on as many devices."""
-    ceilings = [entry for entry in entries if entry.cell.label == CEILING and entry.plan is not None]
-    ceiling_devices = ceilings[0].plan.devices if ceilings and ceilings[0].plan else None
-    ceiling_compute = typical_parts(ceilings[0].runs)["forward_backward"] if ceilings else None
-    for entry in entries:
-        if entry.plan is None:
-            continue
-        figures = results[entry.cell.label]
-        figures |= time_split(
-            entry.runs,
-            entry.plan.strategy.name,
-            communicates=entry.plan.devices > 1 and entry.plan.copies == 1,
-            data_parallel=figures["data_parallel"],
-            compute_beside=ceiling_compute if entry.plan.devices == ceiling_devices else None,
-        )
-
-
-def compact(figures: dict[str, Any]) -> dict[str, Any]:
+def compact(figures: Cell) -> dict[str, Any]:
     """A cell's few headline numbers, as make run's summary prints them."""
-    if figures["status"] != "ran":
+    if not isinstance(figures, CellFigures):
         return {"status": "skipped"}
     return {
         "status": "ran",
-        f"{figures['unit']}s_per_s": figures["rate"],
-        "speedup": figures["speedup"],
-        "speedup_verdict": figures["speedup_verdict"],
-        "scaling_efficiency": figures["scaling_efficiency"],
-        "efficiency_vs_ceiling": figures["efficiency_vs_ceiling"],
-        "communication_share": figures["communication_share"],
-        "contended": figures["contended"],
+        f"{figures.unit}s_per_s": figures.rate,
+        "speedup": figures.speedup,
+        "speedup_verdict": figures.speedup_verdict,
+        "scaling_efficiency": figures.scaling_efficiency,
+        "efficiency_vs_ceiling": figures.efficiency_vs_ceiling,
+        "communication_share": figures.communication_share,
+        "contended": figures.contended,
     }
 
 
-def table(results: dict[str, dict[str, Any]]) -> pd.DataFrame:
+def table(results: dict[str, Cell]) -> pd.DataFrame:
     """One row per cell that ran, for `dvc plots` and the figure: its rate, spread, speedups and time split (a part
     that does not apply to the cell left empty)."""
     rows = [
         {
             "cell": label,
-            "unit": figures["unit"],
-            "rate": figures["rate"],
-            "rate_slowest_round": figures["rate_slowest_round"],
-            "rate_fastest_round": figures["rate_fastest_round"],
-            "speedup": figures["speedup"],
-            "scaling_efficiency": figures["scaling_efficiency"],
-            "efficiency_vs_ceiling": figures["efficiency_vs_ceiling"],
-            "devices": figures["devices"],
-            "devices_virtual": figures["devices_virtual"],
-            "step_median_s": figures["step_time_s"]["median"],
-            **{f"{part}_s": figures["time_split_s"].get(part) for part in PART_MEANINGS},
+            "unit": figures.unit,
+            "rate": figures.rate,
+            "rate_slowest_round": figures.rate_slowest_round,
+            "rate_fastest_round": figures.rate_fastest_round,
+            "speedup": figures.speedup,
+            "scaling_efficiency": figures.scaling_efficiency,
+            "efficiency_vs_ceiling": figures.efficiency_vs_ceiling,
+            "devices": figures.devices,
+            "devices_virtual": figures.devices_virtual,
+            "step_median_s": figures.step_time_s.median,
+            **{f"{part}_s": figures.time_split_s.get(part) for part in PART_MEANINGS},
         }
         for label, figures in results.items()
-        if figures["status"] == "ran"
+        if isinstance(figures, CellFigures)
     ]
     return pd.DataFrame(rows)
 
 
-def skipped(results: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
+def skipped(results: dict[str, Cell]) -> list[tuple[str, str]]:
     """(cell, reason) of every cell that could not run here."""
-    return [(label, figures["reason"]) for label, figures in results.items() if figures["status"] == "skipped"]
+    return [(label, figures.reason) for label, figures in results.items() if isinstance(figures, SkippedCell)]
 
 
 def write_benchmark(
     workload: str, measured: MeasuredCells, choices: dict[str, Any], smallest_difference: float
-) -> None:
+) -> BenchmarkResults:
     """Every output of a workload's benchmark, from what its stage measured: the table, the figure and the full
     results (cells, noise floor, flags, ranking, where the stage's time went, and the choices the workload shows
     beside its figures), verdicts named beyond `smallest_difference` at least. `dvc metrics show` reads its answer from
     the speedup metrics (report/speedup.compare)."""
     summary = summarize_cells(measured.cells, smallest_difference)
-    cells = summary["cells"]
-    rows = table(cells)
+    rows = table(summary.cells)
     write_atomic(benchmark_table_file(workload), lambda tmp: rows.to_csv(tmp, index=False, float_format="%.6g"))
-    draw(workload, rows, skipped(cells), machine_line(measured.environment), benchmark_figure_file(workload))
-    results = BenchmarkResults.model_validate({**summary, "stage": measured.stage.shares(), "choices": choices})
+    draw(workload, rows, skipped(summary.cells), machine_line(measured.environment), benchmark_figure_file(workload))
+    results = BenchmarkResults(**dict(summary), stage=measured.stage.shares(), choices=choices)
     write_json(results_file("benchmark", workload), results.model_dump(mode="json"))
+    return results

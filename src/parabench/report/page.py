@@ -29,7 +29,7 @@ from parabench.paths import (
     sweep_figure_file,
     train_curve_file,
 )
-from parabench.records import RunRecord
+from parabench.records import BenchmarkResults, CellFigures, RunRecord, SkippedCell, SweepResults
 from parabench.report.answers import QUESTIONS, answer, noise_sentence, speedup_text
 from parabench.report.benchmark import largest_rank_memory
 from parabench.report.epoch_figure import epoch_figure
@@ -107,19 +107,19 @@ def table_html(rows: list[dict[str, Any]]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def sweep_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+def sweep_rows(results: SweepResults) -> list[dict[str, Any]]:
     """Each cell of a sweep that ran: its curve and value, its median step and its largest rank's peak memory (speed
     and memory side by side: what a knob such as precision buys)."""
     rows = []
-    for cell in results["cells"]:
-        if cell["status"] != "ran":
+    for cell in results.cells:
+        if not isinstance(cell.figures, CellFigures):
             continue
-        peak_memory, kept = largest_rank_memory(cell)
+        peak_memory, kept = largest_rank_memory(cell.figures)
         rows.append(
             {
-                "curve": cell["curve"],
-                results["sweep"]["param"]: "" if cell["value"] is None else cell["value"],
-                "median step": f"{cell['step_time_s']['median'] * 1000:.4g} ms",
+                "curve": cell.curve,
+                results.sweep["param"]: "" if cell.value is None else cell.value,
+                "median step": f"{cell.figures.step_time_s.median * 1000:.4g} ms",
                 "peak memory": f"{peak_memory:.0f} MB",
                 "kept for backward": "" if kept is None else f"{kept:.3g} MiB",
             }
@@ -127,59 +127,59 @@ def sweep_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def split_text(cell: dict[str, Any]) -> str:
+def split_text(cell: CellFigures) -> str:
     """A cell's time split as shares of its median step: `compute 71% · communication 18% · ...`."""
-    step = cell["step_time_s"]["median"]
-    return " · ".join(f"{part} {seconds / step:.0%}" for part, seconds in cell["time_split_s"].items())
+    step = cell.step_time_s.median
+    return " · ".join(f"{part} {seconds / step:.0%}" for part, seconds in cell.time_split_s.items())
 
 
-def benchmark_rows(benchmark: dict[str, Any]) -> list[dict[str, Any]]:
+def benchmark_rows(benchmark: BenchmarkResults) -> list[dict[str, Any]]:
     """One row per cell that ran: rate, speedup with its interval and verdict, efficiency, step, split, memory, load,
     and why its figure is not an answer where a check flagged it."""
     rows = []
-    for label, cell in benchmark["cells"].items():
-        if cell["status"] != "ran":
+    for label, cell in benchmark.cells.items():
+        if not isinstance(cell, CellFigures):
             continue
-        efficiency = cell.get("efficiency_vs_ceiling")
+        efficiency = cell.efficiency_vs_ceiling
         rows.append(
             {
                 "cell": label,
-                f"{cell['unit']}s/s": f"{cell['rate']:.3g}",
-                "speedup vs single (95%)": speedup_text(cell) if cell.get("speedup") is not None else "-",
-                "verdict": cell.get("speedup_verdict") or "-",
+                f"{cell.unit}s/s": f"{cell.rate:.3g}",
+                "speedup vs single (95%)": speedup_text(cell) if cell.speedup is not None else "-",
+                "verdict": cell.speedup_verdict or "-",
                 "of the ceiling": f"{efficiency:.0%}" if efficiency is not None else "-",
-                "rounds": cell["rounds"],
-                "median step (s)": f"{cell['step_time_s']['median']:.4g}",
+                "rounds": cell.rounds,
+                "median step (s)": f"{cell.step_time_s.median:.4g}",
                 "where the step goes": split_text(cell),
                 "split adds up (within 5%)": "yes"
-                if cell["time_split_adds_up"]
-                else f"no ({cell['time_split_vs_step']:+.0%})",
-                f"peak memory, MB ({cell['memory_kind']})": ", ".join(
-                    f"{rank} {mb:.0f}" for rank, mb in cell["peak_memory_mb"].items()
+                if cell.time_split_adds_up
+                else f"no ({cell.time_split_vs_step:+.0%})",
+                f"peak memory, MB ({cell.memory_kind})": ", ".join(
+                    f"{rank} {mb:.0f}" for rank, mb in cell.peak_memory_mb.items()
                 ),
-                "contended": "CONTENDED" if cell["contended"] else "no",
-                "check": f"FLAGGED: {benchmark['flags'][label]}" if label in benchmark["flags"] else "passed",
+                "contended": "CONTENDED" if cell.contended else "no",
+                "check": f"FLAGGED: {benchmark.flags[label]}" if label in benchmark.flags else "passed",
             }
         )
     return rows
 
 
-def skipped_html(benchmark: dict[str, Any]) -> str:
+def skipped_html(benchmark: BenchmarkResults) -> str:
     """Each strategy that could not run here, with the reason it gave before any work."""
-    skipped = [(label, cell["reason"]) for label, cell in benchmark["cells"].items() if cell["status"] == "skipped"]
+    skipped = [(label, cell.reason) for label, cell in benchmark.cells.items() if isinstance(cell, SkippedCell)]
     if not skipped:
         return ""
     items = "".join(f"<li><b>{html.escape(label)}</b>: {html.escape(reason)}</li>" for label, reason in skipped)
     return f"<p>Skipped on this machine:</p><ul>{items}</ul>"
 
 
-def stage_html(benchmark: dict[str, Any]) -> str:
+def stage_html(benchmark: BenchmarkResults) -> str:
     """The A/A control, and where the benchmark stage's time went."""
-    stage = benchmark["stage"]
+    stage = benchmark.stage
     return (
-        f'<p class="note">{html.escape(noise_sentence(benchmark["noise"]))} The stage took {stage["wall_s"]:.0f} s: '
-        f"{stage['start_up_share']:.0%} starting workers ({stage['jobs_started']} jobs), "
-        f"{stage['timed_steps_share']:.0%} in timed steps{disturbed_clause(stage['runs_disturbed'])}.</p>"
+        f'<p class="note">{html.escape(noise_sentence(benchmark.noise))} The stage took {stage.wall_s:.0f} s: '
+        f"{stage.start_up_share:.0%} starting workers ({stage.jobs_started} jobs), "
+        f"{stage.timed_steps_share:.0%} in timed steps{disturbed_clause(stage.runs_disturbed)}.</p>"
     )
 
 
@@ -265,13 +265,13 @@ def prediction_html(workload: str) -> str:
     return "\n".join(parts)
 
 
-def section(workload: str, every_sweep: dict[str, dict[str, Any]], machine: str) -> str:
+def section(workload: str, every_sweep: dict[str, SweepResults], machine: str) -> str:
     """One seed experiment: question, answer, then the evidence from the pipeline's files (the sweeps among
     `every_sweep`, name -> results, that sweep this workload included)."""
     question = QUESTIONS[workload]
-    benchmark = read_json(results_file("benchmark", workload))
+    benchmark = BenchmarkResults.model_validate(read_json(results_file("benchmark", workload)))
     comparison = read_json(results_file("speedup", workload))
-    sweeps = {name: sweep for name, sweep in every_sweep.items() if sweep["sweep"]["workload"] == workload}
+    sweeps = {name: sweep for name, sweep in every_sweep.items() if sweep.sweep["workload"] == workload}
     runs = {role: RunRecord.model_validate(read_json(results_file(role, workload))) for role in ROLES}
     trained = ", ".join(filter(None, [runs["train"].strategy, runs["train"].knobs()]))
     parts = [
@@ -320,7 +320,7 @@ def section(workload: str, every_sweep: dict[str, dict[str, Any]], machine: str)
 def page(workloads: list[str], sweep_names: list[str]) -> str:
     """The whole page: header (machine, commit, time), the parts' meanings, one section per workload."""
     environment = read_json(ENVIRONMENT_FILE)
-    every_sweep = {name: read_json(results_file("sweep", name)) for name in sweep_names}
+    every_sweep = {name: SweepResults.model_validate(read_json(results_file("sweep", name))) for name in sweep_names}
     machine = machine_line(environment)
     generated = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     meanings = "".join(f"<li><b>{part}</b>: {html.escape(meaning)}</li>" for part, meaning in PART_MEANINGS.items())

@@ -34,6 +34,7 @@ from parabench.prediction import (
     relative_error,
     sharded_step,
 )
+from parabench.records import Cell, CellFigures, CellsSummary, SweepCell
 
 GRADIENT_BYTES_PER_PARAMETER = 4  # float32
 DDP_BUCKET_BYTES = 25 * 2**20  # DistributedDataParallel's default bucket_cap_mb
@@ -120,20 +121,20 @@ def strategy_step(
     return data_parallel_step(compute_s, backward_s, gradient_bytes, links, devices, overlaps, DDP_BUCKET_BYTES)
 
 
-def forward_backward_s(cell: dict[str, Any]) -> float:
+def forward_backward_s(cell: CellFigures) -> float:
     """A cell's forward and backward in its time split (`compute` where nothing communicates), else its whole step."""
-    parts = cell["time_split_s"]
-    return float(parts.get("compute", parts.get("forward_backward", cell["step_time_s"]["median"])))
+    parts = cell.time_split_s
+    return float(parts.get("compute", parts.get("forward_backward", cell.step_time_s.median)))
 
 
-def check(label: str, figures: dict[str, Any], predicted: StepPrediction) -> dict[str, Any]:
+def check(label: str, figures: CellFigures, predicted: StepPrediction) -> dict[str, Any]:
     """A cell's measured median step against its prediction: the error, and whether it is within the goal."""
-    measured = figures["step_time_s"]["median"]
+    measured = figures.step_time_s.median
     error = relative_error(predicted.step_s, measured)
-    allowed = max(GOAL, 3 * figures["median_precision"])
+    allowed = max(GOAL, 3 * figures.median_precision)
     return {
         "cell": label,
-        "devices": figures["devices"],
+        "devices": figures.devices,
         "predicted_step_s": predicted.step_s,
         "predicted_exposed_communication_s": predicted.exposed_communication_s,
         "measured_step_s": measured,
@@ -143,39 +144,39 @@ def check(label: str, figures: dict[str, Any], predicted: StepPrediction) -> dic
     }
 
 
-def pipelined(figures: dict[str, Any], single: dict[str, Any], model_parallel: bool) -> StepPrediction | None:
+def pipelined(figures: CellFigures, single: CellFigures, model_parallel: bool) -> StepPrediction | None:
     """A cut model's step: its schedule's bound over its stages' seconds (timed one by one on one device), plus single's
     input and optimizer. A distributed pipeline's schedule runs its micro-batches; model_parallel is a pipeline of one
     micro-batch, its stages one after another. None for the in-process pipeline (one process's stages cannot overlap)
     and for a cut without stage times."""
-    details = figures.get("strategy_details", {})
-    distributed = figures.get("processes", 1) > 1 and details.get("engine") == "distributed"
+    details = figures.strategy_details
+    distributed = figures.processes > 1 and details.get("engine") == "distributed"
     if not details.get("stage_seconds") or not (distributed or model_parallel):
         return None
     step = pipeline_step(details["stage_seconds"], details.get("micro_batches", 1) if distributed else 1)
-    parts = single["time_split_s"]
+    parts = single.time_split_s
     return StepPrediction(step.compute_s + parts["input"] + parts["optimizer"], step.exposed_communication_s)
 
 
-def checked_cells(cells: dict[str, dict[str, Any]], parameters: int, links: Links | None) -> list[dict[str, Any]]:
+def checked_cells(cells: dict[str, Cell], parameters: int, links: Links | None) -> list[dict[str, Any]]:
     """Predicted against measured, for every multi-device cell of a predicted strategy (none without a measured
     link, a ceiling or single)."""
-    ceiling, single = cells.get("ceiling", {}), cells.get("single", {})
-    if links is None or ceiling.get("status") != "ran" or single.get("status") != "ran":
+    ceiling, single = cells.get("ceiling"), cells.get("single")
+    if links is None or not isinstance(ceiling, CellFigures) or not isinstance(single, CellFigures):
         return []
     checks = []
     for label, figures in cells.items():
-        if label not in PREDICTED or figures.get("status") != "ran" or figures["devices"] < 2:
+        if label not in PREDICTED or not isinstance(figures, CellFigures) or figures.devices < 2:
             continue
         if label in STAGED:
             predicted = pipelined(figures, single, label == "model_parallel")
             if predicted is None:
                 continue
         else:
-            replica, forward_backward = ceiling["step_time_s"]["median"], forward_backward_s(ceiling)
-            own_devices = not figures["devices_virtual"]
-            devices = figures["devices"]
-            details = figures["strategy_details"]
+            replica, forward_backward = ceiling.step_time_s.median, forward_backward_s(ceiling)
+            own_devices = not figures.devices_virtual
+            devices = figures.devices
+            details = figures.strategy_details
             predicted = strategy_step(
                 label,
                 replica,
@@ -203,23 +204,24 @@ def check_row(check: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def checked_sweep_cells(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def checked_sweep_cells(cells: list[SweepCell]) -> list[dict[str, Any]]:
     """Predicted against measured, for every distributed pipeline cell of a sweep and its model_parallel line (against
     its `single` line)."""
-    single = next((cell for cell in cells if cell["curve"] == "single" and cell["status"] == "ran"), None)
+    ran = [(cell, cell.figures) for cell in cells if isinstance(cell.figures, CellFigures)]
+    single = next((figures for cell, figures in ran if cell.curve == "single"), None)
     if single is None:
         return []
     checks = []
-    for cell in cells:
-        predicted = pipelined(cell, single, cell["curve"] == "model_parallel") if cell["status"] == "ran" else None
+    for cell, figures in ran:
+        predicted = pipelined(figures, single, cell.curve == "model_parallel")
         if predicted is not None:
-            label = cell["curve"] if cell["value"] is None else f"{cell['curve']} {cell['value']}"
-            checks.append(check(label, cell, predicted))
+            label = cell.curve if cell.value is None else f"{cell.curve} {cell.value}"
+            checks.append(check(label, figures, predicted))
     return checks
 
 
 def extended(
-    single: dict[str, Any],
+    single: CellFigures,
     parameters: int,
     micro_batches: int,
     sharded_blocks: int,
@@ -229,8 +231,8 @@ def extended(
     """Each predicted strategy's speedup and efficiency over single at every count of predict.devices, on devices of
     their own, with the share of the step its exposed communication (or bubble) takes and the link it crosses (fsdp
     over the benchmark's `sharded_blocks`)."""
-    single_step, forward_backward = single["step_time_s"]["median"], forward_backward_s(single)
-    virtual = single["devices_virtual"] or probe.get("device") == "cpu"
+    single_step, forward_backward = single.step_time_s.median, forward_backward_s(single)
+    virtual = single.devices_virtual or probe.get("device") == "cpu"
     rows = []
     for devices in options.devices:
         links, link_text, measured = link_at(devices, options, probe)
@@ -260,13 +262,11 @@ def extended(
     return rows
 
 
-def bottleneck(
-    single: dict[str, Any], parameters: int, options: PredictOptions, probe: dict[str, Any]
-) -> dict[str, Any]:
+def bottleneck(single: CellFigures, parameters: int, options: PredictOptions, probe: dict[str, Any]) -> dict[str, Any]:
     """ddp at the largest device count: the share of its step left to exposed all-reduce over the link it crosses,
     and what each other link of that kind (within a node or between nodes) would leave."""
     devices = max(options.devices)
-    single_step, forward_backward = single["step_time_s"]["median"], forward_backward_s(single)
+    single_step, forward_backward = single.step_time_s.median, forward_backward_s(single)
     links, link_text, _ = link_at(devices, options, probe)
     across = devices > options.devices_per_node
     chosen = options.network if across else options.interconnect
@@ -289,12 +289,12 @@ def bottleneck(
     }
 
 
-def predict(benchmark: dict[str, Any], options: PredictOptions, probe: dict[str, Any]) -> dict[str, Any]:
+def predict(benchmark: CellsSummary, options: PredictOptions, probe: dict[str, Any]) -> dict[str, Any]:
     """The checks at the measured cells and the extension to predict.devices (module docstring), from the benchmark's
     summarised cells and the probe's results."""
-    cells = benchmark["cells"]
-    single = cells.get("single", {})
-    if single.get("status") != "ran":
+    cells = benchmark.cells
+    single = cells.get("single")
+    if not isinstance(single, CellFigures):
         return {
             "links": None,
             "checks": [],
@@ -304,13 +304,12 @@ def predict(benchmark: dict[str, Any], options: PredictOptions, probe: dict[str,
             "predictions": [],
             "why_none": "single did not run in the benchmark (benchmark.strategies)",
         }
-    parameters = single["parameters"]
+    parameters = single.parameters
     links = measured_links(probe)
     checks = checked_cells(cells, parameters, links)
     errors = [abs(check["error"]) for check in checks]
-    pipeline_details = cells.get("pipeline", {}).get("strategy_details", {})
-    micro_batches = int(pipeline_details.get("micro_batches", 4))
-    sharded_blocks = int(cells.get("fsdp", {}).get("strategy_details", {}).get("sharded_blocks", 0))
+    micro_batches = int(strategy_details(cells, "pipeline").get("micro_batches", 4))
+    sharded_blocks = int(strategy_details(cells, "fsdp").get("sharded_blocks", 0))
     return {
         "links": None
         if links is None
@@ -328,6 +327,12 @@ def predict(benchmark: dict[str, Any], options: PredictOptions, probe: dict[str,
         "predictions": extended(single, parameters, micro_batches, sharded_blocks, options, probe),
         "bottleneck": bottleneck(single, parameters, options, probe),
     }
+
+
+def strategy_details(cells: dict[str, Cell], label: str) -> dict[str, Any]:
+    """What the cell `label` reported of its strategy, where it ran."""
+    figures = cells.get(label)
+    return figures.strategy_details if isinstance(figures, CellFigures) else {}
 
 
 def compact(prediction: dict[str, Any], options: PredictOptions) -> dict[str, Any]:

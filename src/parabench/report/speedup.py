@@ -15,8 +15,8 @@ from typing import Any
 
 from parabench.data.provenance import Provenance
 from parabench.data.registry import origin_tag
-from parabench.records import Evaluation, RunRecord
-from parabench.report.benchmark import REFERENCE, ratio
+from parabench.records import CellsSummary, Evaluation, Ranking, RunRecord
+from parabench.report.benchmark import REFERENCE, ran, ratio
 from parabench.stats import in_words, ratio_interval
 from parabench.workloads import WORKLOADS
 
@@ -34,14 +34,13 @@ INTERLEAVED_NOTE = (
 
 
 def benchmark_speedup(
-    benchmark: dict[str, Any] | None, strategy: str, reference: str
+    benchmark: CellsSummary | None, strategy: str, reference: str
 ) -> tuple[float, float, float] | None:
     """The benchmark's rate of `strategy` over that of `reference`, with its 95% interval, when both ran there."""
-    cells = benchmark["cells"] if benchmark else {}
-    run, ref = cells.get(strategy, {}), cells.get(reference, {})
-    if run.get("status") != "ran" or ref.get("status") != "ran":
+    if benchmark is None:
         return None
-    return ratio(run, ref)
+    run, ref = ran(benchmark.cells, strategy), ran(benchmark.cells, reference)
+    return ratio(run, ref) if run is not None and ref is not None else None
 
 
 def training_runs_speedup(run: RunRecord, reference: RunRecord) -> tuple[float, float, float]:
@@ -80,7 +79,7 @@ def data_tag(run: RunRecord) -> str:
     return tag if WORKLOADS[run.workload].dataset == record["dataset"] else f"pixels of {tag}"
 
 
-def speedups(run: RunRecord, reference: RunRecord, benchmark: dict[str, Any] | None) -> dict[str, Any]:
+def speedups(run: RunRecord, reference: RunRecord, benchmark: CellsSummary | None) -> dict[str, Any]:
     """The headline speedup with its interval and where it comes from, both figures it is chosen from with their
     intervals, and whether they agree (module docstring)."""
     training_runs = training_runs_speedup(run, reference)
@@ -102,7 +101,7 @@ def compare(
     run: RunRecord,
     reference: RunRecord,
     evaluation: Evaluation,
-    benchmark: dict[str, Any] | None,
+    benchmark: CellsSummary | None,
     primary_metric: str | None,
 ) -> dict[str, Any]:
     """The workload's answer in about a dozen values, a column each in `dvc exp show`: the run's strategy, its speedup
@@ -121,15 +120,15 @@ def compare(
             f"{primary_metric}_delta": paired.delta,
             f"{primary_metric}_delta_ci95": (paired.ci95_high - paired.ci95_low) / 2,
         }
-    cell = (benchmark or {}).get("cells", {}).get(run.strategy, {})
+    cell = ran(benchmark.cells, run.strategy) if benchmark else None
     answer = {
         "strategy": run.strategy,
         **evaluation.train,
         **quality,
         "speedup": figures["speedup"],
-        "speedup_verdict": cell.get("speedup_verdict") if figures["speedup_from"] == "benchmark" else None,
-        "noise_floor": benchmark["noise"]["floor"] if benchmark else None,
-        "fastest": fastest_in_words(benchmark["ranking"]) if benchmark else None,
+        "speedup_verdict": cell.speedup_verdict if cell and figures["speedup_from"] == "benchmark" else None,
+        "noise_floor": benchmark.noise.floor if benchmark else None,
+        "fastest": fastest_in_words(benchmark.ranking) if benchmark else None,
         "contended": run.contended or reference.contended,
         **run.labels,
         "data_origin": data_tag(run),
@@ -139,16 +138,16 @@ def compare(
     }
 
 
-def fastest_in_words(ranking: dict[str, Any]) -> str | None:
+def fastest_in_words(ranking: Ranking) -> str | None:
     """The benchmark's fastest strategy beyond its noise floor, or how many it could not tell apart (results/ and the
     summary name them)."""
-    if ranking.get("fastest"):
-        return str(ranking["fastest"])
-    return f"none beyond noise ({len(ranking['tied'])} tied)" if ranking.get("tied") else None
+    if ranking.fastest:
+        return ranking.fastest
+    return f"none beyond noise ({len(ranking.tied)} tied)" if ranking.tied else None
 
 
 def details(
-    run: RunRecord, reference: RunRecord, evaluation: Evaluation, benchmark: dict[str, Any] | None
+    run: RunRecord, reference: RunRecord, evaluation: Evaluation, benchmark: CellsSummary | None
 ) -> dict[str, Any]:
     """What the compact comparison leaves out: how to read it, both speedups with their intervals and whether they
     agree, scaling efficiency (the speedup over the run's devices), end to end, both runs' rates, times, scores, load

@@ -11,8 +11,9 @@ import pandas as pd
 from parabench.config import load_params
 from parabench.io import read_json
 from parabench.paths import PROBE_FILE, REPORT_FILE, results_file, speedup_metrics_file
+from parabench.records import BenchmarkResults, CurveFigures, SweepResults
 from parabench.report.answers import fastest_sentence
-from parabench.report.benchmark import compact
+from parabench.report.benchmark import REFERENCE, compact, ran
 from parabench.report.scaling import check_row, probe_rows
 from parabench.workloads import WORKLOADS
 
@@ -72,13 +73,17 @@ def comparison(workloads: list[str]) -> tuple[list[dict[str, Any]], list[str], l
     return rows, verdicts, origins
 
 
+def benchmarks(workloads: list[str]) -> dict[str, BenchmarkResults]:
+    """Each workload's benchmark results, where its speedup stage wrote them."""
+    paths = {name: results_file("benchmark", name) for name in workloads}
+    return {name: BenchmarkResults.model_validate(read_json(path)) for name, path in paths.items() if path.exists()}
+
+
 def benchmark_rows(workloads: list[str]) -> list[dict[str, Any]]:
     """One row per benchmark cell that ran (and a mark for those skipped), from the speedup stage's results."""
     rows = []
-    for name in workloads:
-        if not results_file("benchmark", name).exists():
-            continue
-        for label, cell in sorted(read_json(results_file("benchmark", name))["cells"].items()):
+    for name, benchmark in benchmarks(workloads).items():
+        for label, cell in sorted(benchmark.cells.items()):
             figures = compact(cell)
             rate = next((key for key in figures if key.endswith("s_per_s")), None)
             rows.append(
@@ -100,22 +105,17 @@ def benchmark_rows(workloads: list[str]) -> list[dict[str, Any]]:
 def answers(workloads: list[str]) -> list[str]:
     """Per workload, the benchmark's answer: the fastest strategy beyond the noise (or the tie), the A/A control,
     the ceiling, and the cells flagged as not an answer."""
-    return [
-        f"  {name}: {fastest_sentence(name, read_json(results_file('benchmark', name)))}"
-        for name in workloads
-        if results_file("benchmark", name).exists()
-    ]
+    return [f"  {name}: {fastest_sentence(name, benchmark)}" for name, benchmark in benchmarks(workloads).items()]
 
 
 def input_rows(workloads: list[str]) -> list[dict[str, Any]]:
     """Per workload, from the benchmark's `single` cell: the transform alone against a whole training step."""
     rows = []
-    for name in workloads:
-        path = results_file("benchmark", name)
-        single = read_json(path)["cells"].get("single", {}) if path.exists() else {}
-        if single.get("status") != "ran":
+    for name, benchmark in benchmarks(workloads).items():
+        single = ran(benchmark.cells, REFERENCE)
+        if single is None:
             continue
-        unit, environment = single["unit"], single["environment"]
+        unit, environment = single.unit, single.environment
         transform, train = (environment[f"{kind}_{unit}s_per_s_per_process"] for kind in ("transform", "train"))
         rows.append(
             {
@@ -131,38 +131,38 @@ def input_rows(workloads: list[str]) -> list[dict[str, Any]]:
 
 def sweep_rows(sweeps: list[str]) -> list[dict[str, Any]]:
     """One row per sweep curve: its fastest value and how it compares (full tables: results/sweep/)."""
-    rows = []
-    for path in (results_file("sweep", name) for name in sweeps):
-        if not path.exists():
-            continue
-        for curve, figures in read_json(path)["curves"].items():
-            if figures["status"] != "ran":
-                rows.append({"sweep": path.stem, "curve": curve, "best_value": "skipped"})
+    rows: list[dict[str, Any]] = []
+    for name, results in sweep_results(sweeps).items():
+        for curve, figures in results.curves.items():
+            if not isinstance(figures, CurveFigures):
+                rows.append({"sweep": name, "curve": curve, "best_value": "skipped"})
                 continue
             rows.append(
                 {
-                    "sweep": path.stem,
+                    "sweep": name,
                     "curve": curve,
-                    "best_value": figures["best_value"],
-                    "s_per_step": figures["best_median_s"],
-                    "vs_single": figures["speedup"],
-                    "vs_model_parallel": figures["speedup_vs_model_parallel"],
-                    "vs_largest_value": figures["speedup_vs_largest_value"],
+                    "best_value": figures.best_value,
+                    "s_per_step": figures.best_median_s,
+                    "vs_single": figures.speedup,
+                    "vs_model_parallel": figures.speedup_vs_model_parallel,
+                    "vs_largest_value": figures.speedup_vs_largest_value,
                 }
             )
     return rows
+
+
+def sweep_results(sweeps: list[str]) -> dict[str, SweepResults]:
+    """Each sweep's results, where its sweep_summary stage wrote them."""
+    paths = {name: results_file("sweep", name) for name in sweeps}
+    return {name: SweepResults.model_validate(read_json(path)) for name, path in paths.items() if path.exists()}
 
 
 def prediction_rows(workloads: list[str], sweeps: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Per checked cell of the benchmarks and the sweeps, predicted against measured; per workload and device count,
     ddp's predicted speedup and what its link is (results/prediction/ have every strategy)."""
     checks, rows = [], []
-    for name in sweeps:
-        path = results_file("sweep", name)
-        if path.exists():
-            checks += [
-                {"where": f"sweep {name}", **check_row(check)} for check in read_json(path).get("prediction_checks", [])
-            ]
+    for name, results in sweep_results(sweeps).items():
+        checks += [{"where": f"sweep {name}", **check_row(check)} for check in results.prediction_checks]
     for name in workloads:
         path = results_file("prediction", name)
         if not path.exists():

@@ -13,6 +13,16 @@ from parabench.config import Sweep
 from parabench.engine.cells import REFERENCE_LINES, StageTime, SweepPoint
 from parabench.io import write_atomic, write_json
 from parabench.paths import results_file, sweep_figure_file, sweep_metrics_dir, sweep_table_dir
+from parabench.records import (
+    Cell,
+    CellFigures,
+    CurveFigures,
+    SkippedCell,
+    SkippedCurve,
+    StepTimes,
+    SweepCell,
+    SweepResults,
+)
 from parabench.report.benchmark import largest_rank_memory
 from parabench.report.scaling import checked_sweep_cells
 from parabench.report.sweep_figure import draw
@@ -27,23 +37,23 @@ INPROCESS_ON_CPU = (
 TABLE_COLUMNS = ["value", "median_s", "p25_s", "p75_s"]
 
 
-def curve_tables(points: list[SweepPoint], results: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
+def curve_tables(cells: list[SweepCell]) -> dict[str, pd.DataFrame]:
     """curve -> one row per value that ran: value, median_s, p25_s, p75_s (per step), units per second, and its
     largest rank's peak memory and activations kept for backward (what a knob such as checkpointing saves); a curve
     none of whose values could run here has a table with no rows."""
-    rows: dict[str, list[dict[str, Any]]] = {point.curve: [] for point in points if point.value is not None}
-    for point, figures in zip(points, results, strict=True):
-        if point.value is None or figures["status"] != "ran":
+    rows: dict[str, list[dict[str, Any]]] = {cell.curve: [] for cell in cells if cell.value is not None}
+    for cell in cells:
+        figures = cell.figures
+        if cell.value is None or not isinstance(figures, CellFigures):
             continue
-        steps = figures["step_time_s"]
         peak_memory, kept = largest_rank_memory(figures)
-        rows[point.curve].append(
+        rows[cell.curve].append(
             {
-                "value": point.value,
-                "median_s": steps["median"],
-                "p25_s": steps["p25"],
-                "p75_s": steps["p75"],
-                f"{figures['unit']}s_per_s": figures["rate"],
+                "value": cell.value,
+                "median_s": figures.step_time_s.median,
+                "p25_s": figures.step_time_s.p25,
+                "p75_s": figures.step_time_s.p75,
+                f"{figures.unit}s_per_s": figures.rate,
                 "peak_memory_mb": peak_memory,
                 "saved_for_backward_mb": kept,
             }
@@ -54,50 +64,46 @@ def curve_tables(points: list[SweepPoint], results: list[dict[str, Any]]) -> dic
     }
 
 
-def reference_lines(points: list[SweepPoint], results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """single and model_parallel: their step time and quartiles where they ran, why not where they were skipped."""
-    lines = {}
-    for point, figures in zip(points, results, strict=True):
-        if point.value is None:
-            lines[point.curve] = (
-                {
-                    "median_s": figures["step_time_s"]["median"],
-                    "p25_s": figures["step_time_s"]["p25"],
-                    "p75_s": figures["step_time_s"]["p75"],
-                }
-                if figures["status"] == "ran"
-                else {"skipped": figures["reason"]}
-            )
-    return lines
+def reference_lines(cells: list[SweepCell]) -> dict[str, StepTimes | SkippedCell]:
+    """single and model_parallel: their steps where they ran, why not where they were skipped."""
+    return {
+        cell.curve: cell.figures.step_time_s if isinstance(cell.figures, CellFigures) else cell.figures
+        for cell in cells
+        if cell.value is None
+    }
 
 
-def curve_summary(table: pd.DataFrame, lines: dict[str, dict[str, Any]], engine_note: str | None) -> dict[str, Any]:
+def curve_summary(
+    table: pd.DataFrame, lines: dict[str, StepTimes | SkippedCell], engine_note: str | None
+) -> CurveFigures | SkippedCurve:
     """The curve's fastest value, and how much faster it is (> 1: faster) than single (`speedup`, as in the
     benchmark), model_parallel, and the curve's own largest value (for a split size: the whole batch); or, when no
     value could run on this hardware, status `skipped`."""
     if table.empty:
-        return {"status": "skipped"}
+        return SkippedCurve(status="skipped")
     medians, values = table["median_s"].to_numpy(dtype=float), table["value"].to_numpy()
     best = int(medians.argmin())
     largest = int(values.argmax()) if pd.api.types.is_numeric_dtype(table["value"]) else len(values) - 1
     best_s = float(medians[best])
-    summary: dict[str, Any] = {"status": "ran", "best_value": plain(values[best]), "best_median_s": best_s}
-    for reference, key in zip(REFERENCE_LINES, ("speedup", "speedup_vs_model_parallel")):
-        line = lines.get(reference, {})
-        summary[key] = line["median_s"] / best_s if "median_s" in line else None
-    summary["largest_value"] = plain(values[largest])
-    summary["speedup_vs_largest_value"] = float(medians[largest]) / best_s
-    if engine_note:
-        summary["note"] = engine_note
-    return summary
+    single, model_parallel = (lines.get(reference) for reference in REFERENCE_LINES)
+    return CurveFigures(
+        status="ran",
+        best_value=plain(values[best]),
+        best_median_s=best_s,
+        speedup=single.median / best_s if isinstance(single, StepTimes) else None,
+        speedup_vs_model_parallel=model_parallel.median / best_s if isinstance(model_parallel, StepTimes) else None,
+        largest_value=plain(values[largest]),
+        speedup_vs_largest_value=float(medians[largest]) / best_s,
+        note=engine_note,
+    )
 
 
 METRIC_KEYS = ("status", "best_value", "speedup", "speedup_vs_largest_value")
 
 
-def compact(summary: dict[str, Any]) -> dict[str, Any]:
+def compact(summary: CurveFigures | SkippedCurve) -> dict[str, Any]:
     """The few numbers `dvc metrics show` prints for a curve (results/sweep holds the rest)."""
-    return {key: summary[key] for key in METRIC_KEYS if key in summary}
+    return summary.model_dump(include=set(METRIC_KEYS))
 
 
 def engine_note(details: dict[str, Any]) -> str | None:
@@ -122,24 +128,28 @@ def write_sweep(
     sweep: Sweep,
     scale: str,
     points: list[SweepPoint],
-    results: list[dict[str, Any]],
+    results: list[Cell],
     stage: StageTime,
     environment: dict[str, Any],
 ) -> None:
     """Every output of a sweep, from its cells' figures (report.benchmark.summarize_cells, one per point): a CSV and
     a metrics JSON per curve, the figure, and the full results (with where the stage's time went, on `environment`,
     the machine that timed it, and the scaling prediction checked at its distributed pipeline cells)."""
-    tables, lines = curve_tables(points, results), reference_lines(points, results)
+    cells = [
+        SweepCell(curve=point.curve, value=point.value, figures=figures)
+        for point, figures in zip(points, results, strict=True)
+    ]
+    tables, lines = curve_tables(cells), reference_lines(cells)
     notes = {
-        point.curve: engine_note(figures.get("strategy_details", {}))
-        for point, figures in zip(points, results)
-        if point.value is not None and figures["status"] == "ran"
+        cell.curve: engine_note(cell.figures.strategy_details)
+        for cell in cells
+        if cell.value is not None and isinstance(cell.figures, CellFigures)
     }
     summaries = {curve: curve_summary(table, lines, notes.get(curve)) for curve, table in tables.items()}
     skipped = [
-        f"{point.curve} {sweep.param}={point.value} skipped: {figures['reason'].splitlines()[0]}"
-        for point, figures in zip(points, results)
-        if figures["status"] == "skipped"
+        f"{cell.curve} {sweep.param}={cell.value} skipped: {cell.figures.reason.splitlines()[0]}"
+        for cell in cells
+        if isinstance(cell.figures, SkippedCell)
     ]
     for curve, table in tables.items():
         write_atomic(sweep_table_dir(name) / f"{curve}.csv", partial(write_csv, table))
@@ -155,19 +165,16 @@ def write_sweep(
         [*sorted({note for note in notes.values() if note}), *skipped],
         sweep_figure_file(name),
     )
-    cells = [{"curve": point.curve, "value": point.value, **figures} for point, figures in zip(points, results)]
-    write_json(
-        results_file("sweep", name),
-        {
-            "sweep": sweep.model_dump(),
-            "scale": scale,
-            "curves": summaries,
-            "reference_lines": lines,
-            "skipped": skipped,
-            "stage": stage.shares().model_dump(),
-            "cells": cells,
-            "prediction_checks": checked_sweep_cells(cells),
-        },
+    results_record = SweepResults(
+        sweep=sweep.model_dump(),
+        scale=scale,
+        curves=summaries,
+        reference_lines=lines,
+        skipped=skipped,
+        stage=stage.shares(),
+        cells=cells,
+        prediction_checks=checked_sweep_cells(cells),
     )
+    write_json(results_file("sweep", name), results_record.model_dump(mode="json"))
     for curve, summary in summaries.items():
         write_json(sweep_metrics_dir(name) / f"{curve}.json", compact(summary))

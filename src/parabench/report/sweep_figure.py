@@ -12,6 +12,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from parabench.io import write_atomic
+from parabench.records import SkippedCell, StepTimes
 from parabench.report.figure_notes import add_notes
 
 LINE_COLOURS = {"single": "#555555", "model_parallel": "#c44e52"}
@@ -21,7 +22,7 @@ def draw(
     title: str,
     param: str,
     tables: dict[str, pd.DataFrame],
-    lines: dict[str, dict[str, Any]],
+    lines: dict[str, StepTimes | SkippedCell],
     notes: list[str],
     path: Path,
 ) -> None:
@@ -32,7 +33,7 @@ def draw(
 
 
 def sweep_figure(
-    title: str, param: str, tables: dict[str, pd.DataFrame], lines: dict[str, dict[str, Any]], notes: list[str]
+    title: str, param: str, tables: dict[str, pd.DataFrame], lines: dict[str, StepTimes | SkippedCell], notes: list[str]
 ) -> Figure:
     """One line per curve with p25-p75 error bars; a dashed line per reference that ran; notes under the chart."""
     figure, axis = plt.subplots(figsize=(7, 4.5))
@@ -42,10 +43,10 @@ def sweep_figure(
         axis.errorbar(table["value"], table["median_s"], yerr=errors, marker="o", capsize=4, label=curve)
         values += [value for value in table["value"] if value not in values]
     for reference, line in lines.items():
-        if "median_s" in line:
+        if isinstance(line, StepTimes):
             colour = LINE_COLOURS.get(reference, "#999999")
-            axis.axhline(line["median_s"], linestyle="--", color=colour, label=reference)
-            axis.axhspan(line["p25_s"], line["p75_s"], color=colour, alpha=0.12)
+            axis.axhline(line.median, linestyle="--", color=colour, label=reference)
+            axis.axhspan(line.p25, line.p75, color=colour, alpha=0.12)
     if values and all(isinstance(value, (int, float)) and value > 0 for value in values):
         axis.set_xscale("log")
         axis.set_xticks(values, [str(value) for value in values])
