@@ -11,6 +11,7 @@ from parabench.prediction import (
     data_parallel_step,
     fit_link,
     pipeline_step,
+    replicated_step,
     sharded_step,
     unknown_links,
 )
@@ -60,6 +61,14 @@ def test_ddp_hides_what_the_backward_outlasts_but_never_its_last_bucket():
     assert hidden.exposed_communication_s == pytest.approx(collective_seconds(LINK, "all_reduce", 25e6, 2))
     plain = data_parallel_step(1.0, 5.0, gradients, Links.alike(LINK), 2, overlaps=False, bucket_bytes=25e6)
     assert plain.step_s == pytest.approx(1.0 + everything), "allreduce: after the backward, all of it"
+
+
+def test_dp_broadcasts_the_parameters_and_reduces_the_gradients_through_its_first_device_exposed():
+    step = replicated_step(1.0, 1e9, LINK, 4)  # 1 GB of parameters: 0.1 s each way at 10 GB/s, 3 latencies each
+    assert step.exposed_communication_s == pytest.approx(2 * (3 * 10e-6 + 0.1)) and step.compute_s == 1.0
+    ring = data_parallel_step(1.0, 0.0, 1e9, Links.alike(LINK), 4, overlaps=False, bucket_bytes=1e9)
+    assert step.exposed_communication_s > ring.exposed_communication_s, "through one device: more than a ring"
+    assert replicated_step(1.0, 1e9, LINK, 1).step_s == 1.0, "one device: nothing to replicate"
 
 
 def test_fsdp_gathers_the_parameters_twice_and_scatters_the_gradients():

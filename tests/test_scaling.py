@@ -40,7 +40,10 @@ def test_predictions_at_more_devices_name_their_link_and_are_unvalidated_off_thi
     prediction = predict(summarize_cells(entries()), OPTIONS, PROBE)
     rows = {(row["strategy"], row["devices"]): row for row in prediction["predictions"]}
     strategies = ("ddp", "allreduce", "fsdp", "pipeline", "model_parallel")
-    assert set(rows) == {(strategy, n) for strategy in strategies for n in (4, 64)}
+    assert set(rows) == {(strategy, n) for strategy in strategies for n in (4, 64)} | {("dp", 4)}, (
+        "dp's one process drives one node's devices: not 64 over 8 nodes"
+    )
+    assert rows["dp", 4]["speedup"] < rows["allreduce", 4]["speedup"], "dp's input and optimizer stay whole"
     assert rows["model_parallel", 64]["speedup"] == pytest.approx(1.0), "stages one after another: memory, not speed"
     assert rows["model_parallel", 64]["exposed_share"] > rows["model_parallel", 4]["exposed_share"] > 0, "idle stages"
     assert rows["ddp", 4]["link"].startswith("measured: gloo") and rows["ddp", 64]["link"].startswith(

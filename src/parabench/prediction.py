@@ -199,6 +199,19 @@ def sharded_step(
     return StepPrediction(compute_s + copies, gathers + scatter + units * links.shard_unit_s)
 
 
+def replicated_step(compute_s: float, parameter_bytes: float, link: Link, ranks: int) -> StepPrediction:
+    """dp (torch.nn.DataParallel: one process drives every device): each step copies the parameters from the first
+    device to the others (replicate: a broadcast) and reduces every gradient back onto it, none of it overlapping the
+    compute. A pipelined ring broadcast or reduce of `size` bytes takes (n - 1) message steps and sends the whole size
+    over each link once. The batch's scatter and the outputs' gather are left out: for these models they are small
+    beside the parameters, as is the Python driving n devices from one process (GIL), which no measurement here
+    gives."""
+    if ranks == 1:
+        return StepPrediction(compute_s, 0.0)
+    one_way = (ranks - 1) * link.latency_s + parameter_bytes * link.seconds_per_byte
+    return StepPrediction(compute_s, 2 * one_way)
+
+
 def pipeline_step(stage_seconds: list[float], micro_batches: int) -> StepPrediction:
     """A pipeline's step at its schedule's bound (GPipe and 1F1B alike): compute and imbalance, with the bubble counted
     as exposed (transfers between stages are not modelled: on one machine they are copies in memory)."""

@@ -8,15 +8,17 @@ gradient (4 bytes a parameter), in 25 MB buckets, over the link the probe fitted
 every gradient into its bucket and back at the probe's copy bandwidth; ddp hides what the rest of the
 backward pass outlasts, on devices of their own only (on one CPU the communication takes the cores the backward needs).
 fsdp adds two all-gathers of the parameters and a reduce-scatter of the gradients, each over the probe's fit to that
-collective, and the copies in and out around them. A distributed pipeline takes its
+collective, and the copies in and out around them. dp (CUDA only: it never runs on a CPU) adds a broadcast of the
+parameters from the first device and a reduce of the gradients onto it, both exposed. A distributed pipeline takes its
 schedule's bound over its stages' forward and backward seconds, timed one by one on one device (its
 `stage_seconds`), plus single's input and optimizer; model_parallel is that pipeline with one micro-batch, its stages
 one after another (on a CPU, one process on virtual devices). Each is compared with the cell's own median step.
 
-The extension. At N devices of their own (strong scaling: the global batch shared), one replica computes 1/N of
-single's step; the link is the probe's (or predict.interconnect) within a node and predict.network beyond
-predict.devices_per_node devices. A prediction that leaves what was measured (another link kind, or devices of their
-own where this machine's were virtual) says so: `validated` is false.
+The extension. At N devices of their own (strong scaling: the global batch shared), one replica computes 1/N of single's
+step (dp: 1/N of its forward and backward, its input and optimizer whole on the first device, and only within one node,
+its one process driving every device); the link is the probe's (or predict.interconnect) within a node and
+predict.network beyond predict.devices_per_node devices. A prediction that leaves what was measured (another link kind,
+or devices of their own where this machine's were virtual) says so: `validated` is false.
 """
 
 import statistics
@@ -32,6 +34,7 @@ from parabench.prediction import (
     data_parallel_step,
     pipeline_step,
     relative_error,
+    replicated_step,
     sharded_step,
 )
 from parabench.records import Cell, CellFigures, CellsSummary, SweepCell
@@ -40,7 +43,8 @@ GRADIENT_BYTES_PER_PARAMETER = 4  # float32
 DDP_BUCKET_BYTES = 25 * 2**20  # DistributedDataParallel's default bucket_cap_mb
 BACKWARD_SHARE = 2 / 3  # of forward and backward: the backward pass does about twice the forward's work
 GOAL, MEDIAN_GOAL = 0.15, 0.08  # each cell within 15% (or 3x its own noise, where larger); the median within 8%
-PREDICTED = ("ddp", "allreduce", "fsdp", "pipeline", "model_parallel")
+PREDICTED = ("dp", "ddp", "allreduce", "fsdp", "pipeline", "model_parallel")
+ONE_PROCESS = ("dp",)  # one process drives every device: never beyond one node
 STAGED = ("pipeline", "model_parallel")  # a cut model: predicted from its stages' seconds
 
 
@@ -111,8 +115,10 @@ def strategy_step(
 ) -> StepPrediction:
     """The predicted step of a data-parallel or sharded strategy over `devices` replicas computing `compute_s` each;
     fsdp by its `sharding` (none: all-reduced block by block as ddp's buckets; hybrid as full, within a node) over its
-    `sharded_blocks`."""
+    `sharded_blocks`; dp by its broadcast of the parameters and reduce of the gradients through the first device."""
     gradient_bytes = parameters * GRADIENT_BYTES_PER_PARAMETER
+    if strategy == "dp":
+        return replicated_step(compute_s, gradient_bytes, links.all_reduce, devices)
     if strategy == "fsdp" and sharding != "none":
         gathers = 1 if sharding == "grad_op" else 2
         return sharded_step(compute_s, gradient_bytes, links, devices, gathers, sharded_blocks)
@@ -230,19 +236,22 @@ def extended(
 ) -> list[dict[str, Any]]:
     """Each predicted strategy's speedup and efficiency over single at every count of predict.devices, on devices of
     their own, with the share of the step its exposed communication (or bubble) takes and the link it crosses (fsdp
-    over the benchmark's `sharded_blocks`)."""
+    over the benchmark's `sharded_blocks`; dp within one node only, its input and optimizer on the first device)."""
     single_step, forward_backward = single.step_time_s.median, forward_backward_s(single)
     virtual = single.devices_virtual or probe.get("device") == "cpu"
     rows = []
     for devices in options.devices:
         links, link_text, measured = link_at(devices, options, probe)
         for strategy in PREDICTED:
+            if strategy in ONE_PROCESS and devices > options.devices_per_node:
+                continue
             if strategy in STAGED:
                 each = micro_batches if strategy == "pipeline" else 1
                 bound = pipeline_step([forward_backward / devices / each] * devices, each)
                 step = StepPrediction(bound.compute_s + single_step - forward_backward, bound.exposed_communication_s)
             else:
-                compute = single_step / devices
+                divided = forward_backward if strategy in ONE_PROCESS else single_step
+                compute = single_step - divided + divided / devices
                 fsdp_blocks = sharded_blocks if strategy == "fsdp" else 0
                 step = strategy_step(
                     strategy, compute, forward_backward / devices, parameters, links, devices, True, "full", fsdp_blocks
