@@ -126,3 +126,18 @@ def test_the_first_block_is_timed_as_the_model_runs_it_without_its_input_s_gradi
         block.register_forward_pre_hook(lambda module, args, index=index: needs[index].add(args[0].requires_grad))
     partition.block_times(model, torch.randn(3, 4), repeats=1)
     assert needs[0] == {False} and True in needs[1]
+
+
+@pytest.mark.parametrize(("shares", "timings"), [([0.5, 0.0], 2), ([0.05], 1), ([None], 1)])
+def test_blocks_timed_while_other_programs_took_the_cpu_are_timed_again_once(monkeypatch, shares, timings):
+    """As a benchmark run is: the cut and the prediction rest on these times; a share /proc/stat cannot tell keeps
+    them."""
+    told = iter(shares)
+    seen = []
+    monkeypatch.setattr(partition, "other_cpu_share", lambda *marks: seen.append(marks) or next(told))
+    clock = itertools.count()
+    monkeypatch.setattr(partition, "_forward_backward_seconds", lambda *args: float(next(clock)))
+    model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))
+    times = partition.block_times(model, torch.randn(3, 4), repeats=1)
+    assert len(seen) == timings
+    assert times == ([5.0, 7.0] if timings == 2 else [1.0, 3.0]), "the last timing's medians (1 warm-up + 1 timed)"
