@@ -7,7 +7,7 @@ from parabench.cli import stage_main
 from parabench.config import load_params
 from parabench.io import read_json, write_json
 from parabench.paths import PROBE_FILE, prediction_metrics_file, results_file
-from parabench.records import BenchmarkResults
+from parabench.records import BenchmarkResults, probe_record
 from parabench.report.scaling import compact, predict
 from parabench.workloads import WORKLOADS
 
@@ -17,10 +17,10 @@ def main() -> None:
     parser.add_argument("workload", choices=sorted(WORKLOADS))
     args = parser.parse_args()
     options = load_params().predict
-    probe = read_json(PROBE_FILE)
+    probe = probe_record(read_json(PROBE_FILE))
     benchmark = BenchmarkResults.model_validate(read_json(results_file("benchmark", args.workload)))
     prediction = predict(benchmark, options, probe)
-    write_json(results_file("prediction", args.workload), {**prediction, "probe": probe})
+    write_json(results_file("prediction", args.workload), prediction.model_dump(mode="json"))
     write_json(prediction_metrics_file(args.workload), compact(prediction, options))
 
 

@@ -27,7 +27,9 @@ def main() -> None:
     write_json(
         speedup_metrics_file(args.workload), compare(run, reference, evaluation, benchmark, workload.primary_metric)
     )
-    write_json(results_file("speedup", args.workload), details(run, reference, evaluation, benchmark))
+    write_json(
+        results_file("speedup", args.workload), details(run, reference, evaluation, benchmark).model_dump(mode="json")
+    )
 
 
 if __name__ == "__main__":

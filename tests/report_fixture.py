@@ -15,11 +15,24 @@ from parabench.paths import (
     sweep_figure_file,
     train_curve_file,
 )
-from parabench.records import BenchmarkResults, CellFigures, CurveFigures, SweepCell, SweepResults
+from parabench.records import (
+    BenchmarkResults,
+    CellFigures,
+    CollectiveFit,
+    CurveFigures,
+    Evaluation,
+    PairedDifference,
+    Probed,
+    ProbePoint,
+    RunRecord,
+    SweepCell,
+    SweepResults,
+)
 from parabench.report.benchmark import skipped, summarize_cells, table
 from parabench.report.benchmark_figure import draw
 from parabench.report.scaling import predict
-from tests.setups import run_record
+from parabench.report.speedup import details
+from tests import setups
 from tests.test_benchmark_report import entries
 
 MACHINE = {
@@ -37,6 +50,19 @@ SWEEP = "split_size"
 def write_json(path: Path, value: object) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(value))
+
+
+SCORES = {"test_acc": 0.85, "test_acc_ci95": 0.007}
+PAIRED = PairedDifference(delta=0.0, ci95_low=-0.004, ci95_high=0.004, items=10_000, mcnemar_p=1.0)
+EVALUATIONS = {  # fashion_mnist scored on its test items, resnet50's synthetic data not
+    "fashion_mnist": Evaluation(train=SCORES, reference=SCORES, paired=PAIRED),
+    "resnet50": Evaluation(train={}, reference={}),
+}
+
+
+def run_record(strategy: str) -> RunRecord:
+    """A run of four 0.1 s steps."""
+    return setups.run_record(strategy, [0.1] * 4)
 
 
 def benchmark_results() -> BenchmarkResults:
@@ -57,36 +83,36 @@ def write_pipeline_outputs(root: Path) -> None:
         figure = root / benchmark_figure_file(workload)
         figure.parent.mkdir(parents=True, exist_ok=True)
         draw(workload, table(benchmark.cells), skipped(benchmark.cells), "AMD EPYC 9B14 (AVX512)", figure)
-        for role, strategy in (("train", "ddp"), ("reference", "single")):
-            write_json(root / results_file(role, workload), run_record(strategy, [0.1] * 4).model_dump(mode="json"))
+        runs = {role: run_record(strategy) for role, strategy in (("train", "ddp"), ("reference", "single"))}
+        for role, record in runs.items():
+            write_json(root / results_file(role, workload), record.model_dump(mode="json"))
             curve = root / train_curve_file(role, workload)
             curve.parent.mkdir(parents=True, exist_ok=True)
             pd.DataFrame(
                 {"epoch": [1, 2], "train_loss": [0.9, 0.5], "train_acc": [0.6, 0.8], "test_acc": [0.7, 0.85]}
             ).to_csv(curve, index=False)
-    scores = {"test_acc": 0.85, "test_acc_ci95": 0.007}
-    write_json(
-        root / results_file("speedup", "fashion_mnist"),
-        {
-            "quality": "ddp and single learnt the same: no detectable difference",
-            "data_origin": "the full Fashion-MNIST",
-            "evaluation": {
-                "train": scores,
-                "reference": scores,
-                "paired": {"delta": 0.0, "ci95_low": -0.004, "ci95_high": 0.004},
-            },
+        comparison = details(runs["train"], runs["reference"], EVALUATIONS[workload], benchmark)
+        write_json(root / results_file("speedup", workload), comparison.model_dump(mode="json"))
+    point = ProbePoint(bytes=4096, seconds=1e-4, algbw_bytes_per_s=4.1e7, busbw_bytes_per_s=4.1e7)
+    probe = Probed(
+        ranks=2,
+        backend="gloo",
+        device="cpu",
+        threads_per_rank=1,
+        repeats=5,
+        collectives={
+            "all_reduce": CollectiveFit(status="ran", latency_s=1e-4, bandwidth_bytes_per_s=1e9, points=[point])
         },
+        copy_bytes_per_s=5e9,
+        shard_unit_s=0.004,
+        environment=MACHINE,
     )
-    write_json(root / results_file("speedup", "resnet50"), {"quality": None, "data_origin": "random images"})
-    probe = {"ranks": 2, "backend": "gloo", "device": "cpu", "collectives": {}, "copy_bytes_per_s": 5e9}
-    point = {"bytes": 4096, "seconds": 1e-4, "algbw_bytes_per_s": 4.1e7, "busbw_bytes_per_s": 4.1e7}
-    probe["collectives"]["all_reduce"] = {"status": "ran", "latency_s": 1e-4, "bandwidth_bytes_per_s": 1e9}
-    probe["collectives"]["all_reduce"]["points"] = [point]
-    write_json(root / PROBE_FILE, probe)
+    write_json(root / PROBE_FILE, probe.model_dump(mode="json"))
     options = PredictOptions(
         devices=[4, 64], devices_per_node=8, interconnect="measured", network="ethernet25", probe_max_bytes=4
     )
-    write_json(root / results_file("prediction", "fashion_mnist"), predict(benchmark, options, probe))
+    prediction = predict(benchmark, options, probe)
+    write_json(root / results_file("prediction", "fashion_mnist"), prediction.model_dump(mode="json"))
     cells = benchmark.cells
     cut = cells["model_parallel"]
     assert isinstance(cut, CellFigures)

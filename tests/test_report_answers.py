@@ -40,7 +40,7 @@ def test_the_answer_names_the_fastest_strategy_beyond_the_noise_and_what_communi
     text = answer(
         "fashion_mnist",
         BENCHMARK,
-        {"quality": "no detectable difference between ddp and single (-0.001, 95% -0.005 to +0.003)"},
+        "no detectable difference between ddp and single (-0.001, 95% -0.005 to +0.003)",
         {},
     )
     assert text.startswith("The fastest strategy here is ddp: 640 samples/s, 2.00x ("), "the ceiling is a bound"

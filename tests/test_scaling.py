@@ -5,17 +5,23 @@ import pytest
 
 from parabench.config import PredictOptions
 from parabench.prediction import PRESETS, Link, Links, collective_seconds
-from parabench.records import SweepCell
+from parabench.records import CollectiveFit, Probed, SkippedCollective, SweepCell
 from parabench.report.benchmark import summarize_cells
 from parabench.report.scaling import checked_sweep_cells, compact, link_at, measured_links, predict
 from tests.test_benchmark_report import entries
 
-PROBE = {
-    "ranks": 2,
-    "backend": "gloo",
-    "device": "cpu",
-    "collectives": {"all_reduce": {"status": "ran", "latency_s": 1e-4, "bandwidth_bytes_per_s": 1e9}},
-}
+ALL_REDUCE = CollectiveFit(status="ran", latency_s=1e-4, bandwidth_bytes_per_s=1e9, points=[])
+PROBE = Probed(  # copies at no cost, no cost per sharded block: the link alone
+    ranks=2,
+    backend="gloo",
+    device="cpu",
+    threads_per_rank=1,
+    repeats=5,
+    collectives={"all_reduce": ALL_REDUCE},
+    copy_bytes_per_s=float("inf"),
+    shard_unit_s=0.0,
+    environment={},
+)
 OPTIONS = PredictOptions(
     devices=[4, 64], devices_per_node=8, interconnect="measured", network="ethernet25", probe_max_bytes=4
 )
@@ -24,36 +30,32 @@ OPTIONS = PredictOptions(
 def test_a_data_parallel_cell_is_predicted_from_the_ceiling_and_the_probe_s_all_reduce():
     benchmark = summarize_cells(entries())
     prediction = predict(benchmark, OPTIONS, PROBE)
-    ddp = next(check for check in prediction["checks"] if check["cell"] == "ddp")
+    ddp = next(check for check in prediction.checks if check.cell == "ddp")
     cells = benchmark.cells
     gradients = cells["single"].parameters * 4
     all_reduce = collective_seconds(Link(1e-4, 1e-9), "all_reduce", gradients, 2)
     expected = cells["ceiling"].step_time_s.median + all_reduce  # one CPU: nothing hidden
-    assert ddp["predicted_step_s"] == pytest.approx(expected)
-    assert ddp["measured_step_s"] == cells["ddp"].step_time_s.median
-    assert ddp["error"] == pytest.approx(expected / ddp["measured_step_s"] - 1)
-    assert {check["cell"] for check in prediction["checks"]} == {"ddp"}, "a cut without stage times is not checked"
-    assert prediction["median_abs_error"] == pytest.approx(abs(ddp["error"]))
+    assert ddp.predicted_step_s == pytest.approx(expected)
+    assert ddp.measured_step_s == cells["ddp"].step_time_s.median
+    assert ddp.error == pytest.approx(expected / ddp.measured_step_s - 1)
+    assert {check.cell for check in prediction.checks} == {"ddp"}, "a cut without stage times is not checked"
+    assert prediction.median_abs_error == pytest.approx(abs(ddp.error))
 
 
 def test_predictions_at_more_devices_name_their_link_and_are_unvalidated_off_this_machine():
     prediction = predict(summarize_cells(entries()), OPTIONS, PROBE)
-    rows = {(row["strategy"], row["devices"]): row for row in prediction["predictions"]}
+    rows = {(row.strategy, row.devices): row for row in prediction.predictions}
     strategies = ("ddp", "allreduce", "fsdp", "pipeline", "model_parallel")
     assert set(rows) == {(strategy, n) for strategy in strategies for n in (4, 64)} | {("dp", 4)}, (
         "dp's one process drives one node's devices: not 64 over 8 nodes"
     )
-    assert rows["dp", 4]["speedup"] < rows["allreduce", 4]["speedup"], "dp's input and optimizer stay whole"
-    assert rows["model_parallel", 64]["speedup"] == pytest.approx(1.0), "stages one after another: memory, not speed"
-    assert rows["model_parallel", 64]["exposed_share"] > rows["model_parallel", 4]["exposed_share"] > 0, "idle stages"
-    assert rows["ddp", 4]["link"].startswith("measured: gloo") and rows["ddp", 64]["link"].startswith(
-        "network ethernet25"
-    )
-    assert not any(row["validated"] for row in rows.values()), (
-        "a CPU's devices are virtual: devices of their own differ"
-    )
-    assert rows["ddp", 64]["efficiency"] < rows["ddp", 4]["efficiency"] <= 1
-    assert rows["ddp", 4]["speedup"] >= rows["allreduce", 4]["speedup"], "ddp hides some, allreduce none"
+    assert rows["dp", 4].speedup < rows["allreduce", 4].speedup, "dp's input and optimizer stay whole"
+    assert rows["model_parallel", 64].speedup == pytest.approx(1.0), "stages one after another: memory, not speed"
+    assert rows["model_parallel", 64].exposed_share > rows["model_parallel", 4].exposed_share > 0, "idle stages"
+    assert rows["ddp", 4].link.startswith("measured: gloo") and rows["ddp", 64].link.startswith("network ethernet25")
+    assert not any(row.validated for row in rows.values()), "a CPU's devices are virtual: devices of their own differ"
+    assert rows["ddp", 64].efficiency < rows["ddp", 4].efficiency <= 1
+    assert rows["ddp", 4].speedup >= rows["allreduce", 4].speedup, "ddp hides some, allreduce none"
     shown = compact(prediction, OPTIONS)
     assert set(shown) == {"prediction_median_error", "ddp_efficiency_at_64"}
 
@@ -68,10 +70,12 @@ def test_the_link_changes_kind_beyond_a_node():
 
 
 def test_each_collective_crosses_the_probe_s_own_fit_or_the_all_reduce_s():
-    probe = {**PROBE, "collectives": {**PROBE["collectives"]}}
-    probe["collectives"]["all_gather"] = {"status": "ran", "latency_s": 2e-4, "bandwidth_bytes_per_s": 5e8}
-    probe["collectives"]["reduce_scatter"] = {"status": "skipped", "reason": "gloo cannot run it"}
-    links = measured_links(probe)
+    collectives = {
+        "all_reduce": ALL_REDUCE,
+        "all_gather": CollectiveFit(status="ran", latency_s=2e-4, bandwidth_bytes_per_s=5e8, points=[]),
+        "reduce_scatter": SkippedCollective(status="skipped", reason="gloo cannot run it"),
+    }
+    links = measured_links(PROBE.model_copy(update={"collectives": collectives}))
     assert links is not None and links.all_gather == Link(2e-4, 1 / 5e8)
     assert links.reduce_scatter == links.all_reduce == Link(1e-4, 1e-9), "what the backend cannot run: the all-reduce's"
 
@@ -97,8 +101,8 @@ def test_a_sweep_s_distributed_pipeline_cells_are_predicted_from_their_stages_an
         SweepCell(curve="inprocess", value=2, figures=inprocess),
     ]
     (only,) = checked_sweep_cells(cells)
-    assert only["cell"] == "gpipe 2" and only["predicted_step_s"] == pytest.approx(4 * 0.3 + 0.1 + 0.03)
-    assert only["error"] == pytest.approx(1.33 / 1.5 - 1) and only["within"] is True
+    assert only.cell == "gpipe 2" and only.predicted_step_s == pytest.approx(4 * 0.3 + 0.1 + 0.03)
+    assert only.error == pytest.approx(1.33 / 1.5 - 1) and only.within is True
 
 
 def test_model_parallel_is_predicted_as_a_pipeline_of_one_micro_batch():
@@ -108,7 +112,7 @@ def test_model_parallel_is_predicted_as_a_pipeline_of_one_micro_batch():
         update={"strategy_details": {"cut": [3, 3], "stage_seconds": [0.03, 0.05]}}
     )
     prediction = predict(benchmark, OPTIONS, PROBE)
-    (checked,) = [check for check in prediction["checks"] if check["cell"] == "model_parallel"]
+    (checked,) = [check for check in prediction.checks if check.cell == "model_parallel"]
     parts = cells["single"].time_split_s
-    assert checked["predicted_step_s"] == pytest.approx(0.03 + 0.05 + parts["input"] + parts["optimizer"])
-    assert checked["predicted_exposed_communication_s"] == pytest.approx(0.03), "the first stage idles meanwhile"
+    assert checked.predicted_step_s == pytest.approx(0.03 + 0.05 + parts["input"] + parts["optimizer"])
+    assert checked.predicted_exposed_communication_s == pytest.approx(0.03), "the first stage idles meanwhile"

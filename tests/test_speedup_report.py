@@ -77,15 +77,15 @@ def test_speedup_efficiency_and_the_primary_metric_by_name():
     run, reference = record("ddp", 50, 2), record("single", 100, 1, contended=True)
     row = compare(run, reference, evaluation, timed, "test_acc")
     more = details(run, reference, evaluation, timed)
-    both = more["speedups"]
-    assert row["speedup"] == pytest.approx(1.5) and both["speedup_from"] == "benchmark", "the interleaved figure"
+    both = more.speedups
+    assert row["speedup"] == pytest.approx(1.5) and both.speedup_from == "benchmark", "the interleaved figure"
     assert (row["speedup_verdict"], row["noise_floor"], row["fastest"]) == ("faster", 0.02, "ddp")
-    assert both["speedup_ci95"][0] < 1.5 < both["speedup_ci95"][1] and more["scaling_efficiency"] == pytest.approx(0.75)
-    assert both["speedup_training_runs"] == 2.0 and both["speedup_training_runs_ci95"][0] < 2.0
-    assert both["speedups_agree"] is False, "1.5 and 2.0, each within about 2%: the two figures disagree"
+    assert both.speedup_ci95[0] < 1.5 < both.speedup_ci95[1] and more.scaling_efficiency == pytest.approx(0.75)
+    assert both.speedup_training_runs == 2.0 and both.speedup_training_runs_ci95[0] < 2.0
+    assert both.speedups_agree is False, "1.5 and 2.0, each within about 2%: the two figures disagree"
     assert (row["test_acc"], row["test_acc_ci95"]) == (0.30, 0.01)
     assert row["test_acc_delta"] == pytest.approx(0.05) and row["test_acc_delta_ci95"] == pytest.approx(0.02)
-    assert more["rate"] == {"unit": "episode", "run": 2.0, "reference": 1.0} and row["contended"] is True
+    assert more.rate == {"unit": "episode", "run": 2.0, "reference": 1.0} and row["contended"] is True
     assert row["data_origin"] == "miniImageNet SAMPLE, 2,000 of 60,000", "a SAMPLE says so, in a few words"
     assert row["pretrained"] == "none", "the workload's labels are in every row"
     assert "reference_test_acc" not in row and "scaling_efficiency" not in row, "the rest lives in results/"
@@ -93,7 +93,7 @@ def test_speedup_efficiency_and_the_primary_metric_by_name():
     thirds = evaluation.model_copy(update={"train": {"test_acc": 1 / 3, "test_acc_ci95": 0.012345678}})
     shown = compare(run, reference, thirds, timed, "test_acc")
     assert (shown["test_acc"], shown["test_acc_ci95"]) == (0.3333, 0.01235), "4 significant digits in the metrics"
-    assert details(run, reference, thirds, timed)["evaluation"]["train"]["test_acc"] == 1 / 3, "results/: all"
+    assert details(run, reference, thirds, timed).evaluation.train["test_acc"] == 1 / 3, "results/: all"
 
 
 def test_no_interleaved_ratio_when_the_benchmark_did_not_run_both():
@@ -107,8 +107,8 @@ def test_no_interleaved_ratio_when_the_benchmark_did_not_run_both():
     skipped = benchmark(None)
     row = compare(record("ddp", 50, 2), record("single", 100, 1), evaluation, skipped, "test_acc")
     both = speedups(record("ddp", 50, 2), record("single", 100, 1), skipped)
-    assert both["speedup_benchmark"] is None and both["speedups_agree"] is None and row["speedup_verdict"] is None
-    assert row["speedup"] == 2.0 and both["speedup_from"] == "training_runs"
+    assert both.speedup_benchmark is None and both.speedups_agree is None and row["speedup_verdict"] is None
+    assert row["speedup"] == 2.0 and both.speedup_from == "training_runs"
 
 
 def test_end_to_end_is_the_jobs_wall_times_and_none_after_a_resume():
@@ -122,9 +122,9 @@ def test_end_to_end_is_the_jobs_wall_times_and_none_after_a_resume():
     run = record("ddp", 50, 2).model_copy(update={"wall_time_s": 80.0, "resumed_after_epoch": 0})
     reference = record("single", 60, 1).model_copy(update={"wall_time_s": 60.0, "resumed_after_epoch": 0})
     row, more = compare(run, reference, evaluation, None, "test_acc"), details(run, reference, evaluation, None)
-    assert row["speedup"] == pytest.approx(1.2) and more["speedup_end_to_end"] == pytest.approx(0.75)
+    assert row["speedup"] == pytest.approx(1.2) and more.speedup_end_to_end == pytest.approx(0.75)
     resumed = details(run, reference.model_copy(update={"resumed_after_epoch": 2}), evaluation, None)
-    assert resumed["speedup_end_to_end"] is None, "a resumed job did not run end to end"
+    assert resumed.speedup_end_to_end is None, "a resumed job did not run end to end"
 
 
 def test_timing_data_says_it_is_real_pixels_of_a_dataset_or_drawn_from_the_seed():

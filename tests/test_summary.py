@@ -40,7 +40,7 @@ def write_workload(name: str, run_hits: list[float], reference_hits: list[float]
     evaluation = Evaluation(**scores, paired=PairedDifference(**paired_difference(items["train"], items["reference"])))
     benchmark = timed_pair(0.9)
     write_json(speedup_metrics_file(name), compare(run, reference, evaluation, benchmark, "test_acc"))
-    write_json(results_file("speedup", name), details(run, reference, evaluation, benchmark))
+    write_json(results_file("speedup", name), details(run, reference, evaluation, benchmark).model_dump(mode="json"))
 
 
 @pytest.fixture

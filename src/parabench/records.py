@@ -13,7 +13,7 @@ last section is printed from these (tests/test_records.py holds the two equal).
 
 from typing import Annotated, Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 
 class Record(BaseModel):
@@ -140,6 +140,42 @@ class Evaluation(Record):
     )
 
 
+class Speedups(Record):
+    """The run's speedup over its reference, two ways (report/speedup.py's docstring), and which one is the headline."""
+
+    speedup: float = Field(description="the headline: the benchmark's where it timed the run's strategy")
+    speedup_ci95: list[float] = Field(description="its 95% interval")
+    speedup_from: Literal["benchmark", "training_runs"] = Field(description="which of the two the headline is")
+    speedup_benchmark: float | None = Field(description="the benchmark's interleaved rounds, paired; None: not timed")
+    speedup_benchmark_ci95: list[float] | None = Field(description="its 95% interval")
+    speedup_training_runs: float = Field(description="the reference's training time over the run's")
+    speedup_training_runs_ci95: list[float] = Field(description="its 95% interval")
+    speedups_agree: bool | None = Field(description="whether the two intervals overlap; None: one figure only")
+
+
+class Comparison(Record):
+    """The training run against its reference: what the speedup stage's metrics leave out."""
+
+    note: str = Field(description="how to read the speedups")
+    strategy: str = Field(description="the run's strategy")
+    reference: str = Field(description="the reference's strategy")
+    accumulate: int = Field(description="the run's micro-steps per optimiser step")
+    knobs: str = Field(description="the run's training knobs away from their defaults, in words")
+    speedups: Speedups = Field(description="both speedups with their intervals")
+    quality: str | None = Field(description="the paired difference in words; None: nothing to score")
+    data_origin: str = Field(description="where the data came from, in one sentence")
+    scaling_efficiency: float = Field(description="the headline speedup over the run's devices")
+    speedup_end_to_end: float | None = Field(description="the reference job's wall time over the run's; None: resumed")
+    rate: dict[str, str | float] = Field(description="unit, and both runs' units a second")
+    train_time_s: dict[str, float] = Field(description="both runs' median step x steps")
+    wall_time_s: dict[str, float | None] = Field(description="both jobs from launch, start-up and evaluation included")
+    devices: int = Field(description="the run's devices")
+    evaluation: Evaluation = Field(description="both models' test scores and their paired difference")
+    benchmark_reference: str = Field(description="the benchmark cell speedups are taken against")
+    load: dict[str, dict[str, float | None]] = Field(description="other programs' CPU share and load during each run")
+    environment: dict[str, dict[str, Any]] = Field(description="the machine, software and layout of each run")
+
+
 Verdict = Literal["faster", "slower", "no detectable difference"]  # stats.ratio_verdict
 
 
@@ -246,6 +282,19 @@ class BenchmarkResults(CellsSummary):
     choices: dict[str, Any] = Field(description="the workload's settings shown beside its metrics")
 
 
+class PredictionCheck(Record):
+    """A measured multi-device cell's median step against its prediction."""
+
+    cell: str = Field(description="the cell (a sweep's: its curve and value)")
+    devices: int = Field(description="its devices")
+    predicted_step_s: float = Field(description="the predicted step, in seconds")
+    predicted_exposed_communication_s: float = Field(description="its communication (or bubble) left exposed")
+    measured_step_s: float = Field(description="the cell's measured median step")
+    error: float = Field(description="predicted over measured, minus 1")
+    allowed_error: float = Field(description="the goal: 15%, or 3x the cell's own noise where larger")
+    within: bool = Field(description="the error within the goal")
+
+
 class SweepCell(Record):
     """A sweep's cell: the curve and value it times, and its figures as a benchmark cell's."""
 
@@ -287,17 +336,121 @@ class SweepResults(Record):
     skipped: list[str] = Field(description="each cell that could not run here, and why, a line each")
     stage: StageShares = Field(description="where the sweep stage's time went")
     cells: list[SweepCell] = Field(description="every cell, in the sweep's order")
-    prediction_checks: list[dict[str, Any]] = Field(
+    prediction_checks: list[PredictionCheck] = Field(
         description="predicted against measured step at each distributed pipeline cell (report/scaling.py)"
     )
+
+
+class ProbePoint(Record):
+    """One message size of a collective, timed."""
+
+    bytes: int = Field(description="the message size")
+    seconds: float = Field(description="the median of the probe's repeats (send_recv: half the round trip)")
+    algbw_bytes_per_s: float = Field(description="nccl-tests' algorithm bandwidth: bytes over seconds")
+    busbw_bytes_per_s: float = Field(description="nccl-tests' bus bandwidth: algbw x the ring's share of the buffer")
+
+
+class CollectiveFit(Record):
+    """A collective timed over message sizes, and the latency and bandwidth fitted to its times (alpha-beta)."""
+
+    status: Literal["ran"] = Field(description="the backend ran it")
+    latency_s: float = Field(description="alpha: seconds per message step")
+    bandwidth_bytes_per_s: float = Field(description="1 / beta: bytes a second once a message is under way")
+    points: list[ProbePoint] = Field(description="each message size timed, smallest first")
+
+
+class SkippedCollective(Record):
+    """A collective the backend could not run."""
+
+    status: Literal["skipped"] = Field(description="skipped: the backend refused it")
+    reason: str = Field(description="the backend's refusal")
+
+
+class Probed(Record):
+    """The collectives timed over this node's devices, one rank each."""
+
+    ranks: int = Field(description="how many ranks took part")
+    backend: str = Field(description="the process group's backend (gloo, nccl)")
+    device: str = Field(description="the device type the buffers were on")
+    threads_per_rank: int = Field(description="torch threads of each rank")
+    repeats: int = Field(description="timed repeats of each size (their median kept)")
+    collectives: dict[str, Annotated[CollectiveFit | SkippedCollective, Field(discriminator="status")]] = Field(
+        description="all_reduce, all_gather, reduce_scatter and send_recv: each fitted, or why not"
+    )
+    copy_bytes_per_s: float = Field(description="a copy within one device's memory while every rank copies")
+    shard_unit_s: float = Field(description="what fully sharding one more block adds to a step, its bytes aside")
+    environment: dict[str, Any] = Field(description="the machine it ran on")
+
+
+class ProbeSkipped(Record):
+    """No probe: one device has nothing to communicate with."""
+
+    ranks: int = Field(description="the devices there were")
+    skipped: str = Field(description="why nothing was timed")
+    environment: dict[str, Any] = Field(description="the machine it ran on")
+
+
+Probe = Probed | ProbeSkipped
+
+
+def probe_record(content: Any) -> Probe:
+    """results/probe.json's content as the record it is: the collectives timed, or why none were."""
+    return TypeAdapter(Probe).validate_python(content)
+
+
+class PredictedScaling(Record):
+    """A strategy predicted at a device count."""
+
+    strategy: str = Field(description="the strategy")
+    devices: int = Field(description="devices of their own, the global batch shared")
+    speedup: float = Field(description="single's step over the predicted step")
+    efficiency: float = Field(description="speedup over devices")
+    exposed_share: float = Field(description="the predicted step's share left to exposed communication (or bubble)")
+    link: str = Field(description="the link its collectives cross, and where its figures come from")
+    validated: bool = Field(description="the link is the one measured here, on devices of their own")
+
+
+class Bottleneck(Record):
+    """What limits ddp at the largest device count."""
+
+    strategy: str = Field(description="ddp")
+    devices: int = Field(description="the largest of predict.devices")
+    link: str = Field(description="the link its all-reduce crosses there")
+    exposed_share: float = Field(description="its step's share left to exposed all-reduce over that link")
+    other_links: dict[str, float] = Field(description="what each other link of that kind would leave")
+
+
+class FittedLink(Record):
+    """A link as the prediction used it."""
+
+    latency_s: float = Field(description="alpha: seconds per message step")
+    bandwidth_bytes_per_s: float = Field(description="1 / beta, in bytes a second")
+
+
+class PredictionResults(Record):
+    """What more devices would buy, predicted from one-device measurements and the probe, checked at every measured
+    multi-device cell (report/scaling.py)."""
+
+    links: dict[str, FittedLink] | None = Field(description="the probe's links by collective; None: none measured")
+    checks: list[PredictionCheck] = Field(description="each multi-device cell of the benchmark checked")
+    median_abs_error: float | None = Field(description="the checks' median absolute error; None: no check")
+    max_abs_error: float | None = Field(description="their largest absolute error")
+    within_goal: bool = Field(description="every check within its goal and the median within 8%")
+    predictions: list[PredictedScaling] = Field(description="each strategy at each count of predict.devices")
+    bottleneck: Bottleneck | None = Field(description="what limits ddp at the largest count; None: nothing predicted")
+    why_none: str | None = Field(default=None, description="why nothing was predicted")
+    probe: Probed | ProbeSkipped = Field(description="the probe the prediction started from")
 
 
 RECORDS: dict[str, type[Record]] = {
     "results/{train,reference}/<workload>.json": RunRecord,
     "results/{benchmark,sweep}_cells/<name>.json, each cell's runs": CellRun,
     "results/eval/<workload>.json": Evaluation,
+    "results/speedup/<workload>.json": Comparison,
     "results/benchmark/<workload>.json": BenchmarkResults,
     "results/sweep/<name>.json": SweepResults,
+    "results/probe.json": Probed,
+    "results/prediction/<workload>.json": PredictionResults,
 }
 
 

@@ -18,7 +18,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -27,6 +26,7 @@ from torch import nn
 from parabench.cli import stage_main
 from parabench.io import write_json
 from parabench.prediction import COLLECTIVES, Collective, bus_bandwidth, fit_link
+from parabench.records import CollectiveFit, Probed, ProbePoint, ProbeSkipped, SkippedCollective
 from parabench.runtime.collectives import gather_objects, synchronize
 from parabench.runtime.environment import machine_identity
 from parabench.runtime.hardware import Machine
@@ -90,27 +90,24 @@ def timed_seconds(call: Callable[[], object], process: Process) -> float:
     return statistics.median(slowest)
 
 
-def probe_collective(collective: Collective, sizes: list[int], process: Process) -> dict[str, Any]:
+def probe_collective(collective: Collective, sizes: list[int], process: Process) -> CollectiveFit | SkippedCollective:
     """One collective's times over `sizes` with each size's algbw and busbw and the fitted link; or why the backend
     cannot run it."""
     ranks = process.world_size
     try:
         seconds = [timed_seconds(operation(collective, size, process), process) for size in sizes]
     except (RuntimeError, NotImplementedError) as refusal:
-        return {"status": "skipped", "reason": f"{dist.get_backend()} cannot run {collective}: {refusal}"}
+        return SkippedCollective(status="skipped", reason=f"{dist.get_backend()} cannot run {collective}: {refusal}")
     if collective == "send_recv":
         seconds = [round_trip / 2 for round_trip in seconds]
     link = fit_link(collective, ranks, [float(size) for size in sizes], seconds)
     points = []
     for size, time_s in zip(sizes, seconds, strict=True):
         algbw, busbw = bus_bandwidth(collective, size, time_s, ranks)
-        points.append({"bytes": size, "seconds": time_s, "algbw_bytes_per_s": algbw, "busbw_bytes_per_s": busbw})
-    return {
-        "status": "ran",
-        "latency_s": link.latency_s,
-        "bandwidth_bytes_per_s": link.bandwidth_bytes_per_s,
-        "points": points,
-    }
+        points.append(ProbePoint(bytes=size, seconds=time_s, algbw_bytes_per_s=algbw, busbw_bytes_per_s=busbw))
+    return CollectiveFit(
+        status="ran", latency_s=link.latency_s, bandwidth_bytes_per_s=link.bandwidth_bytes_per_s, points=points
+    )
 
 
 def copy_bandwidth(size_bytes: int, process: Process) -> float:
@@ -154,20 +151,18 @@ def probe(machine: Machine, largest_bytes: int, out: Path) -> None:
     copy_bytes_per_s = copy_bandwidth(sizes[-1], process)
     shard_unit_s = shard_unit_seconds(process)
     if process.is_main:
-        write_json(
-            out,
-            {
-                "ranks": process.world_size,
-                "backend": dist.get_backend(),
-                "device": process.device.type,
-                "threads_per_rank": torch.get_num_threads(),
-                "repeats": REPEATS,
-                "collectives": collectives,
-                "copy_bytes_per_s": copy_bytes_per_s,
-                "shard_unit_s": shard_unit_s,
-                "environment": machine_identity(),
-            },
+        probed = Probed(
+            ranks=process.world_size,
+            backend=dist.get_backend(),
+            device=process.device.type,
+            threads_per_rank=torch.get_num_threads(),
+            repeats=REPEATS,
+            collectives=collectives,
+            copy_bytes_per_s=copy_bytes_per_s,
+            shard_unit_s=shard_unit_s,
+            environment=machine_identity(),
         )
+        write_json(out, probed.model_dump(mode="json"))
     stop()
 
 
@@ -175,14 +170,12 @@ def probe_links(machine: Machine, largest_bytes: int, out: Path) -> None:
     """Time the collectives over this node's devices, one rank each under torchrun; with one device
     there is nothing to communicate, and `out` says so."""
     if machine.devices < 2:
-        write_json(
-            out,
-            {
-                "ranks": machine.devices,
-                "skipped": "one device (hardware.devices): no collective to time",
-                "environment": machine_identity(),
-            },
+        skipped = ProbeSkipped(
+            ranks=machine.devices,
+            skipped="one device (hardware.devices): no collective to time",
+            environment=machine_identity(),
         )
+        write_json(out, skipped.model_dump(mode="json"))
         return
     node = machine.model_copy(update={"nodes": 1})
     with tempfile.TemporaryDirectory(prefix="parabench-probe-") as scratch:

@@ -1,7 +1,6 @@
 """What each seed experiment asked, and this machine's answer in a few sentences computed from its numbers."""
 
 from dataclasses import dataclass
-from typing import Any
 
 from parabench.records import (
     CellFigures,
@@ -159,11 +158,11 @@ def pair_sentence(benchmark: CellsSummary, first: str, second: str) -> str:
     return f"{first} trains at {point:.2f}x ({low:.2f}x-{high:.2f}x) the rate of {second}: {words} {second}."
 
 
-def quality_sentence(comparison: dict[str, Any] | None) -> str:
-    """The training run's quality against its reference's, in words, from the speedup stage."""
-    if comparison is None or not comparison.get("quality"):
+def quality_sentence(quality: str | None) -> str:
+    """The training run's quality against its reference's, in words (the speedup stage's), as a sentence."""
+    if not quality:
         return ""
-    words = str(comparison["quality"]).rstrip(".")
+    words = quality.rstrip(".")
     return words[0].upper() + words[1:] + "."
 
 
@@ -186,7 +185,7 @@ def sweep_sentence(name: str, param: str, curves: dict[str, CurveFigures | Skipp
 def answer(
     workload: str,
     benchmark: CellsSummary,
-    comparison: dict[str, Any] | None,
+    quality: str | None,
     sweeps: dict[str, SweepResults],
 ) -> str:
     """This machine's answer to the workload's seed question, from the benchmark, the run's comparison with its
@@ -199,5 +198,5 @@ def answer(
     if workload == "resnet50":
         sentences.append(pair_sentence(benchmark, "model_parallel", REFERENCE))
         sentences += [sweep_sentence(name, sweep.sweep["param"], sweep.curves) for name, sweep in sweeps.items()]
-    sentences.append(quality_sentence(comparison))
+    sentences.append(quality_sentence(quality))
     return " ".join(sentence for sentence in sentences if sentence)

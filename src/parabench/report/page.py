@@ -29,7 +29,18 @@ from parabench.paths import (
     sweep_figure_file,
     train_curve_file,
 )
-from parabench.records import BenchmarkResults, CellFigures, RunRecord, SkippedCell, SweepResults
+from parabench.records import (
+    BenchmarkResults,
+    CellFigures,
+    Comparison,
+    Evaluation,
+    PredictionResults,
+    Probed,
+    RunRecord,
+    SkippedCell,
+    SweepResults,
+    probe_record,
+)
 from parabench.report.answers import QUESTIONS, answer, noise_sentence, speedup_text
 from parabench.report.benchmark import largest_rank_memory
 from parabench.report.epoch_figure import epoch_figure
@@ -190,24 +201,24 @@ def disturbed_clause(runs: int) -> str:
     return f"; {runs} run{'s' if runs > 1 else ''} disturbed by other programs, timed again"
 
 
-def quality_rows(comparison: dict[str, Any]) -> list[dict[str, Any]]:
+def quality_rows(evaluation: Evaluation) -> list[dict[str, Any]]:
     """Each score of the run and its reference with its 95% interval, and the paired difference."""
-    evaluation = comparison["evaluation"]
     rows = []
-    for metric, value in evaluation["train"].items():
+    scores = {"train": evaluation.train, "reference": evaluation.reference}
+    for metric, value in evaluation.train.items():
         if metric.endswith("_ci95") or not isinstance(value, float):
             continue
         row = {"score": metric}
-        for role in ("train", "reference"):
-            interval = evaluation[role].get(f"{metric}_ci95")
-            row[role] = f"{evaluation[role][metric]:.3f}" + (f" ± {interval:.3f}" if interval is not None else "")
+        for role, role_scores in scores.items():
+            interval = role_scores.get(f"{metric}_ci95")
+            row[role] = f"{role_scores[metric]:.3f}" + (f" ± {interval:.3f}" if interval is not None else "")
         rows.append(row)
-    paired = evaluation.get("paired")
+    paired = evaluation.paired
     if paired:
         rows.append(
             {
                 "score": "difference (run - reference), paired on the same items",
-                "train": f"{paired['delta']:+.3f} (95%: {paired['ci95_low']:+.3f} to {paired['ci95_high']:+.3f})",
+                "train": f"{paired.delta:+.3f} (95%: {paired.ci95_low:+.3f} to {paired.ci95_high:+.3f})",
                 "reference": "",
             }
         )
@@ -219,12 +230,12 @@ def probe_html() -> str:
     at the largest message; nothing where the probe stage has not run."""
     if not PROBE_FILE.exists():
         return ""
-    probe = read_json(PROBE_FILE)
-    if "skipped" in probe:
-        return f'<p class="note">Collective probe: {html.escape(probe["skipped"])}.</p>'
+    probe = probe_record(read_json(PROBE_FILE))
+    if not isinstance(probe, Probed):
+        return f'<p class="note">Collective probe: {html.escape(probe.skipped)}.</p>'
     return (
-        f'<h2>The links measured here</h2><p class="note">The collectives over {probe["ranks"]} '
-        f"{html.escape(probe['backend'])} ranks on {html.escape(probe['device'])}, a latency and bandwidth fitted to "
+        f'<h2>The links measured here</h2><p class="note">The collectives over {probe.ranks} '
+        f"{html.escape(probe.backend)} ranks on {html.escape(probe.device)}, a latency and bandwidth fitted to "
         "each (alpha-beta); busbw as nccl-tests defines it. The predictions below start from these.</p>"
         + table_html(probe_rows(probe))
     )
@@ -237,15 +248,15 @@ def prediction_html(workload: str) -> str:
     path = results_file("prediction", workload)
     if not path.exists():
         return ""
-    prediction = read_json(path)
-    checks = [check_row(check) for check in prediction["checks"]]
+    prediction = PredictionResults.model_validate(read_json(path))
+    checks = [check_row(check) for check in prediction.checks]
     grid: dict[str, dict[str, str]] = {}
-    for row in prediction["predictions"]:
-        mark = "" if row["validated"] else " *"
-        grid.setdefault(row["strategy"], {"strategy": row["strategy"]})[f"{row['devices']} devices"] = (
-            f"{row['speedup']:.2f}x ({row['efficiency']:.0%}){mark}"
+    for row in prediction.predictions:
+        mark = "" if row.validated else " *"
+        grid.setdefault(row.strategy, {"strategy": row.strategy})[f"{row.devices} devices"] = (
+            f"{row.speedup:.2f}x ({row.efficiency:.0%}){mark}"
         )
-    neck = prediction.get("bottleneck")
+    neck = prediction.bottleneck
     parts = [
         "<h3>What more devices would buy here (PREDICTED)</h3>",
         '<p class="note">Predicted against measured at each multi-device cell of the benchmark (one replica\'s '
@@ -257,10 +268,10 @@ def prediction_html(workload: str) -> str:
         table_html(list(grid.values())),
     ]
     if neck:
-        others = ", ".join(f"{name} {share:.0%}" for name, share in neck["other_links"].items())
+        others = ", ".join(f"{name} {share:.0%}" for name, share in neck.other_links.items())
         parts.append(
-            f"<p>At {neck['devices']} devices ({html.escape(neck['link'])}), exposed all-reduce is "
-            f"{neck['exposed_share']:.0%} of ddp's step; other links would leave: {html.escape(others)}.</p>"
+            f"<p>At {neck.devices} devices ({html.escape(neck.link)}), exposed all-reduce is "
+            f"{neck.exposed_share:.0%} of ddp's step; other links would leave: {html.escape(others)}.</p>"
         )
     return "\n".join(parts)
 
@@ -270,7 +281,7 @@ def section(workload: str, every_sweep: dict[str, SweepResults], machine: str) -
     `every_sweep`, name -> results, that sweep this workload included)."""
     question = QUESTIONS[workload]
     benchmark = BenchmarkResults.model_validate(read_json(results_file("benchmark", workload)))
-    comparison = read_json(results_file("speedup", workload))
+    comparison = Comparison.model_validate(read_json(results_file("speedup", workload)))
     sweeps = {name: sweep for name, sweep in every_sweep.items() if sweep.sweep["workload"] == workload}
     runs = {role: RunRecord.model_validate(read_json(results_file(role, workload))) for role in ROLES}
     trained = ", ".join(filter(None, [runs["train"].strategy, runs["train"].knobs()]))
@@ -278,7 +289,7 @@ def section(workload: str, every_sweep: dict[str, SweepResults], machine: str) -
         f'<section id="{workload}"><h2>Seed {question.seed} · {html.escape(workload)}: '
         f"{html.escape(question.title)}</h2>",
         f'<p class="question">{html.escape(question.question)}</p>',
-        f'<p class="answer">{html.escape(answer(workload, benchmark, comparison, sweeps))}</p>',
+        f'<p class="answer">{html.escape(answer(workload, benchmark, comparison.quality, sweeps))}</p>',
         "<h3>Every strategy, interleaved over rounds</h3>",
         figure_tag(benchmark_figure_file(workload).read_bytes(), f"{workload} benchmark"),
         table_html(benchmark_rows(benchmark)),
@@ -297,8 +308,8 @@ def section(workload: str, every_sweep: dict[str, SweepResults], machine: str) -
             f"{workload} per-epoch curves",
         ),
     ]
-    if comparison.get("quality"):
-        parts += [table_html(quality_rows(comparison)), f"<p>{html.escape(comparison['quality'])}</p>"]
+    if comparison.quality:
+        parts += [table_html(quality_rows(comparison.evaluation)), f"<p>{html.escape(comparison.quality)}</p>"]
     else:
         parts.append('<p class="note">No quality to compare: the data are synthetic (time only).</p>')
     if any(runs[role].contended for role in ROLES):
@@ -313,7 +324,7 @@ def section(workload: str, every_sweep: dict[str, SweepResults], machine: str) -
             table_html(sweep_rows(sweeps[name])),
         ]
     parts.append(prediction_html(workload))
-    parts += ["<h3>Data</h3>", f"<p>{html.escape(comparison['data_origin'])}</p>", "</section>"]
+    parts += ["<h3>Data</h3>", f"<p>{html.escape(comparison.data_origin)}</p>", "</section>"]
     return "\n".join(part for part in parts if part)
 
 

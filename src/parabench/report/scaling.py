@@ -37,7 +37,20 @@ from parabench.prediction import (
     replicated_step,
     sharded_step,
 )
-from parabench.records import Cell, CellFigures, CellsSummary, SweepCell
+from parabench.records import (
+    Bottleneck,
+    Cell,
+    CellFigures,
+    CellsSummary,
+    CollectiveFit,
+    FittedLink,
+    PredictedScaling,
+    PredictionCheck,
+    PredictionResults,
+    Probe,
+    Probed,
+    SweepCell,
+)
 
 GRADIENT_BYTES_PER_PARAMETER = 4  # float32
 DDP_BUCKET_BYTES = 25 * 2**20  # DistributedDataParallel's default bucket_cap_mb
@@ -48,54 +61,54 @@ ONE_PROCESS = ("dp",)  # one process drives every device: never beyond one node
 STAGED = ("pipeline", "model_parallel")  # a cut model: predicted from its stages' seconds
 
 
-def measured_links(probe: dict[str, Any]) -> Links | None:
+def measured_links(probe: Probe) -> Links | None:
     """The links the probe fitted to the all-reduce, all-gather and reduce-scatter (a collective the backend could not
     run takes the all-reduce's); None where the probe ran on one device."""
-    fitted = probe.get("collectives", {})
-    if fitted.get("all_reduce", {}).get("status") != "ran":
+    if not isinstance(probe, Probed):
+        return None
+    fitted = {name: fit for name, fit in probe.collectives.items() if isinstance(fit, CollectiveFit)}
+    if "all_reduce" not in fitted:
         return None
 
     def link(collective: str) -> Link:
-        measured = fitted.get(collective, {})
-        if measured.get("status") != "ran":
-            measured = fitted["all_reduce"]
-        return Link(measured["latency_s"], 1 / measured["bandwidth_bytes_per_s"])
+        measured = fitted.get(collective, fitted["all_reduce"])
+        return Link(measured.latency_s, 1 / measured.bandwidth_bytes_per_s)
 
-    copies = probe.get("copy_bytes_per_s") or float("inf")
-    return Links(link("all_reduce"), link("all_gather"), link("reduce_scatter"), copies, probe.get("shard_unit_s", 0.0))
+    copies = probe.copy_bytes_per_s or float("inf")
+    return Links(link("all_reduce"), link("all_gather"), link("reduce_scatter"), copies, probe.shard_unit_s)
 
 
-def probe_rows(probe: dict[str, Any]) -> list[dict[str, str]]:
+def probe_rows(probe: Probe) -> list[dict[str, str]]:
     """The probe as a table: per collective its fitted latency and bandwidth and its bus bandwidth at the largest
     message, or why the backend could not run it (none where the probe ran on one device)."""
     rows = []
-    for collective, measured in probe.get("collectives", {}).items():
-        if measured["status"] != "ran":
+    for collective, measured in probe.collectives.items() if isinstance(probe, Probed) else ():
+        if not isinstance(measured, CollectiveFit):
             rows.append(
-                {"collective": collective, "latency": "-", "bandwidth": "-", "busbw at largest": measured["reason"]}
+                {"collective": collective, "latency": "-", "bandwidth": "-", "busbw at largest": measured.reason}
             )
             continue
-        largest = measured["points"][-1]
+        largest = measured.points[-1]
         rows.append(
             {
                 "collective": collective,
-                "latency": f"{1e6 * measured['latency_s']:.0f} us",
-                "bandwidth": f"{measured['bandwidth_bytes_per_s'] / 1e9:.3g} GB/s",
-                "busbw at largest": f"{largest['busbw_bytes_per_s'] / 1e9:.3g} GB/s at {largest['bytes']:,} B",
+                "latency": f"{1e6 * measured.latency_s:.0f} us",
+                "bandwidth": f"{measured.bandwidth_bytes_per_s / 1e9:.3g} GB/s",
+                "busbw at largest": f"{largest.busbw_bytes_per_s / 1e9:.3g} GB/s at {largest.bytes:,} B",
             }
         )
     return rows
 
 
-def link_at(devices: int, options: PredictOptions, probe: dict[str, Any]) -> tuple[Links, str, bool]:
+def link_at(devices: int, options: PredictOptions, probe: Probe) -> tuple[Links, str, bool]:
     """The links the collectives of `devices` go over, what they are, and whether they are the ones measured here."""
     if devices > options.devices_per_node:
         preset = PRESETS[options.network]
         return Links.alike(preset.link), f"network {options.network}: {preset.source}", False
     if options.interconnect == MEASURED:
         links = measured_links(probe)
-        if links is not None:
-            return links, f"measured: {probe['backend']} between {probe['ranks']} {probe['device']} ranks", True
+        if links is not None and isinstance(probe, Probed):
+            return links, f"measured: {probe.backend} between {probe.ranks} {probe.device} ranks", True
         preset = PRESETS["pcie4"]
         return Links.alike(preset.link), f"pcie4 (nothing measured here: one device): {preset.source}", False
     preset = PRESETS[options.interconnect]
@@ -133,21 +146,21 @@ def forward_backward_s(cell: CellFigures) -> float:
     return float(parts.get("compute", parts.get("forward_backward", cell.step_time_s.median)))
 
 
-def check(label: str, figures: CellFigures, predicted: StepPrediction) -> dict[str, Any]:
+def check(label: str, figures: CellFigures, predicted: StepPrediction) -> PredictionCheck:
     """A cell's measured median step against its prediction: the error, and whether it is within the goal."""
     measured = figures.step_time_s.median
     error = relative_error(predicted.step_s, measured)
     allowed = max(GOAL, 3 * figures.median_precision)
-    return {
-        "cell": label,
-        "devices": figures.devices,
-        "predicted_step_s": predicted.step_s,
-        "predicted_exposed_communication_s": predicted.exposed_communication_s,
-        "measured_step_s": measured,
-        "error": error,
-        "allowed_error": allowed,
-        "within": abs(error) <= allowed,
-    }
+    return PredictionCheck(
+        cell=label,
+        devices=figures.devices,
+        predicted_step_s=predicted.step_s,
+        predicted_exposed_communication_s=predicted.exposed_communication_s,
+        measured_step_s=measured,
+        error=error,
+        allowed_error=allowed,
+        within=abs(error) <= allowed,
+    )
 
 
 def pipelined(figures: CellFigures, single: CellFigures, model_parallel: bool) -> StepPrediction | None:
@@ -164,7 +177,7 @@ def pipelined(figures: CellFigures, single: CellFigures, model_parallel: bool) -
     return StepPrediction(step.compute_s + parts["input"] + parts["optimizer"], step.exposed_communication_s)
 
 
-def checked_cells(cells: dict[str, Cell], parameters: int, links: Links | None) -> list[dict[str, Any]]:
+def checked_cells(cells: dict[str, Cell], parameters: int, links: Links | None) -> list[PredictionCheck]:
     """Predicted against measured, for every multi-device cell of a predicted strategy (none without a measured
     link, a ceiling or single)."""
     ceiling, single = cells.get("ceiling"), cells.get("single")
@@ -198,19 +211,19 @@ def checked_cells(cells: dict[str, Cell], parameters: int, links: Links | None) 
     return checks
 
 
-def check_row(check: dict[str, Any]) -> dict[str, str]:
+def check_row(check: PredictionCheck) -> dict[str, str]:
     """One check as the page and make run's summary show it: the cell, its predicted and measured step, the error and
     whether it is within the goal (with what was allowed where not)."""
     return {
-        "cell": check["cell"],
-        "predicted step (s)": f"{check['predicted_step_s']:.4g}",
-        "measured step (s)": f"{check['measured_step_s']:.4g}",
-        "error": f"{check['error']:+.0%}",
-        "within goal": "yes" if check["within"] else f"NO (allowed {check['allowed_error']:.0%})",
+        "cell": check.cell,
+        "predicted step (s)": f"{check.predicted_step_s:.4g}",
+        "measured step (s)": f"{check.measured_step_s:.4g}",
+        "error": f"{check.error:+.0%}",
+        "within goal": "yes" if check.within else f"NO (allowed {check.allowed_error:.0%})",
     }
 
 
-def checked_sweep_cells(cells: list[SweepCell]) -> list[dict[str, Any]]:
+def checked_sweep_cells(cells: list[SweepCell]) -> list[PredictionCheck]:
     """Predicted against measured, for every distributed pipeline cell of a sweep and its model_parallel line (against
     its `single` line)."""
     ran = [(cell, cell.figures) for cell in cells if isinstance(cell.figures, CellFigures)]
@@ -232,13 +245,13 @@ def extended(
     micro_batches: int,
     sharded_blocks: int,
     options: PredictOptions,
-    probe: dict[str, Any],
-) -> list[dict[str, Any]]:
+    probe: Probe,
+) -> list[PredictedScaling]:
     """Each predicted strategy's speedup and efficiency over single at every count of predict.devices, on devices of
     their own, with the share of the step its exposed communication (or bubble) takes and the link it crosses (fsdp
     over the benchmark's `sharded_blocks`; dp within one node only, its input and optimizer on the first device)."""
     single_step, forward_backward = single.step_time_s.median, forward_backward_s(single)
-    virtual = single.devices_virtual or probe.get("device") == "cpu"
+    virtual = single.devices_virtual or (isinstance(probe, Probed) and probe.device == "cpu")
     rows = []
     for devices in options.devices:
         links, link_text, measured = link_at(devices, options, probe)
@@ -258,20 +271,20 @@ def extended(
                 )
             speedup = single_step / step.step_s
             rows.append(
-                {
-                    "strategy": strategy,
-                    "devices": devices,
-                    "speedup": speedup,
-                    "efficiency": speedup / devices,
-                    "exposed_share": step.exposed_communication_s / step.step_s,
-                    "link": f"{strategy} stages (no transfers modelled)" if strategy in STAGED else link_text,
-                    "validated": measured and not virtual,
-                }
+                PredictedScaling(
+                    strategy=strategy,
+                    devices=devices,
+                    speedup=speedup,
+                    efficiency=speedup / devices,
+                    exposed_share=step.exposed_communication_s / step.step_s,
+                    link=f"{strategy} stages (no transfers modelled)" if strategy in STAGED else link_text,
+                    validated=measured and not virtual,
+                )
             )
     return rows
 
 
-def bottleneck(single: CellFigures, parameters: int, options: PredictOptions, probe: dict[str, Any]) -> dict[str, Any]:
+def bottleneck(single: CellFigures, parameters: int, options: PredictOptions, probe: Probe) -> Bottleneck:
     """ddp at the largest device count: the share of its step left to exposed all-reduce over the link it crosses,
     and what each other link of that kind (within a node or between nodes) would leave."""
     devices = max(options.devices)
@@ -285,57 +298,58 @@ def bottleneck(single: CellFigures, parameters: int, options: PredictOptions, pr
         return step.exposed_communication_s / step.step_s
 
     kind = ("ethernet", "infiniband") if across else ("pcie", "nvlink")
-    return {
-        "strategy": "ddp",
-        "devices": devices,
-        "link": link_text,
-        "exposed_share": exposed_share(links),
-        "other_links": {
+    return Bottleneck(
+        strategy="ddp",
+        devices=devices,
+        link=link_text,
+        exposed_share=exposed_share(links),
+        other_links={
             name: exposed_share(Links.alike(preset.link))
             for name, preset in PRESETS.items()
             if name.startswith(kind) and name != chosen
         },
-    }
+    )
 
 
-def predict(benchmark: CellsSummary, options: PredictOptions, probe: dict[str, Any]) -> dict[str, Any]:
+def predict(benchmark: CellsSummary, options: PredictOptions, probe: Probe) -> PredictionResults:
     """The checks at the measured cells and the extension to predict.devices (module docstring), from the benchmark's
     summarised cells and the probe's results."""
     cells = benchmark.cells
     single = cells.get("single")
     if not isinstance(single, CellFigures):
-        return {
-            "links": None,
-            "checks": [],
-            "median_abs_error": None,
-            "max_abs_error": None,
-            "within_goal": False,
-            "predictions": [],
-            "why_none": "single did not run in the benchmark (benchmark.strategies)",
-        }
+        return PredictionResults(
+            links=None,
+            checks=[],
+            median_abs_error=None,
+            max_abs_error=None,
+            within_goal=False,
+            predictions=[],
+            bottleneck=None,
+            why_none="single did not run in the benchmark (benchmark.strategies)",
+            probe=probe,
+        )
     parameters = single.parameters
     links = measured_links(probe)
     checks = checked_cells(cells, parameters, links)
-    errors = [abs(check["error"]) for check in checks]
+    errors = [abs(check.error) for check in checks]
     micro_batches = int(strategy_details(cells, "pipeline").get("micro_batches", 4))
     sharded_blocks = int(strategy_details(cells, "fsdp").get("sharded_blocks", 0))
-    return {
-        "links": None
+    return PredictionResults(
+        links=None
         if links is None
         else {
-            collective: {"latency_s": link.latency_s, "bandwidth_bytes_per_s": link.bandwidth_bytes_per_s}
+            collective: FittedLink(latency_s=link.latency_s, bandwidth_bytes_per_s=link.bandwidth_bytes_per_s)
             for collective, link in vars(links).items()
             if isinstance(link, Link)
         },
-        "checks": checks,
-        "median_abs_error": statistics.median(errors) if errors else None,
-        "max_abs_error": max(errors) if errors else None,
-        "within_goal": bool(checks)
-        and all(check["within"] for check in checks)
-        and statistics.median(errors) <= MEDIAN_GOAL,
-        "predictions": extended(single, parameters, micro_batches, sharded_blocks, options, probe),
-        "bottleneck": bottleneck(single, parameters, options, probe),
-    }
+        checks=checks,
+        median_abs_error=statistics.median(errors) if errors else None,
+        max_abs_error=max(errors) if errors else None,
+        within_goal=bool(checks) and all(check.within for check in checks) and statistics.median(errors) <= MEDIAN_GOAL,
+        predictions=extended(single, parameters, micro_batches, sharded_blocks, options, probe),
+        bottleneck=bottleneck(single, parameters, options, probe),
+        probe=probe,
+    )
 
 
 def strategy_details(cells: dict[str, Cell], label: str) -> dict[str, Any]:
@@ -344,15 +358,13 @@ def strategy_details(cells: dict[str, Cell], label: str) -> dict[str, Any]:
     return figures.strategy_details if isinstance(figures, CellFigures) else {}
 
 
-def compact(prediction: dict[str, Any], options: PredictOptions) -> dict[str, Any]:
+def compact(prediction: PredictionResults, options: PredictOptions) -> dict[str, Any]:
     """Two values for `dvc exp show`: the prediction's median error at the measured cells, and what ddp would make of
     the largest device count (results/prediction/ hold the rest, whether each check met its goal among it)."""
     largest = max(options.devices)
-    ddp = next(
-        (row for row in prediction["predictions"] if row["strategy"] == "ddp" and row["devices"] == largest), None
-    )
-    error = prediction["median_abs_error"]
+    ddp = next((row for row in prediction.predictions if row.strategy == "ddp" and row.devices == largest), None)
+    error = prediction.median_abs_error
     return {
         "prediction_median_error": None if error is None else float(f"{error:.3g}"),
-        f"ddp_efficiency_at_{largest}": None if ddp is None else float(f"{ddp['efficiency']:.3g}"),
+        f"ddp_efficiency_at_{largest}": None if ddp is None else float(f"{ddp.efficiency:.3g}"),
     }

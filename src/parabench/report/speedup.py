@@ -15,7 +15,7 @@ from typing import Any
 
 from parabench.data.provenance import Provenance
 from parabench.data.registry import origin_tag
-from parabench.records import CellsSummary, Evaluation, Ranking, RunRecord
+from parabench.records import CellsSummary, Comparison, Evaluation, Ranking, RunRecord, Speedups
 from parabench.report.benchmark import REFERENCE, ran, ratio
 from parabench.stats import in_words, ratio_interval
 from parabench.workloads import WORKLOADS
@@ -79,22 +79,22 @@ def data_tag(run: RunRecord) -> str:
     return tag if WORKLOADS[run.workload].dataset == record["dataset"] else f"pixels of {tag}"
 
 
-def speedups(run: RunRecord, reference: RunRecord, benchmark: CellsSummary | None) -> dict[str, Any]:
+def speedups(run: RunRecord, reference: RunRecord, benchmark: CellsSummary | None) -> Speedups:
     """The headline speedup with its interval and where it comes from, both figures it is chosen from with their
     intervals, and whether they agree (module docstring)."""
     training_runs = training_runs_speedup(run, reference)
     interleaved = benchmark_speedup(benchmark, run.strategy, reference.strategy)
     headline = interleaved or training_runs
-    return {
-        "speedup": headline[0],
-        "speedup_ci95": list(headline[1:]),
-        "speedup_from": "benchmark" if interleaved else "training_runs",
-        "speedup_benchmark": interleaved[0] if interleaved else None,
-        "speedup_benchmark_ci95": list(interleaved[1:]) if interleaved else None,
-        "speedup_training_runs": training_runs[0],
-        "speedup_training_runs_ci95": list(training_runs[1:]),
-        "speedups_agree": intervals_overlap(interleaved, training_runs) if interleaved else None,
-    }
+    return Speedups(
+        speedup=headline[0],
+        speedup_ci95=list(headline[1:]),
+        speedup_from="benchmark" if interleaved else "training_runs",
+        speedup_benchmark=interleaved[0] if interleaved else None,
+        speedup_benchmark_ci95=list(interleaved[1:]) if interleaved else None,
+        speedup_training_runs=training_runs[0],
+        speedup_training_runs_ci95=list(training_runs[1:]),
+        speedups_agree=intervals_overlap(interleaved, training_runs) if interleaved else None,
+    )
 
 
 def compare(
@@ -125,8 +125,8 @@ def compare(
         "strategy": run.strategy,
         **evaluation.train,
         **quality,
-        "speedup": figures["speedup"],
-        "speedup_verdict": cell.speedup_verdict if cell and figures["speedup_from"] == "benchmark" else None,
+        "speedup": figures.speedup,
+        "speedup_verdict": cell.speedup_verdict if cell and figures.speedup_from == "benchmark" else None,
         "noise_floor": benchmark.noise.floor if benchmark else None,
         "fastest": fastest_in_words(benchmark.ranking) if benchmark else None,
         "contended": run.contended or reference.contended,
@@ -146,35 +146,33 @@ def fastest_in_words(ranking: Ranking) -> str | None:
     return f"none beyond noise ({len(ranking.tied)} tied)" if ranking.tied else None
 
 
-def details(
-    run: RunRecord, reference: RunRecord, evaluation: Evaluation, benchmark: CellsSummary | None
-) -> dict[str, Any]:
+def details(run: RunRecord, reference: RunRecord, evaluation: Evaluation, benchmark: CellsSummary | None) -> Comparison:
     """What the compact comparison leaves out: how to read it, both speedups with their intervals and whether they
     agree, scaling efficiency (the speedup over the run's devices), end to end, both runs' rates, times, scores, load
     and environments."""
     figures = speedups(run, reference, benchmark)
-    return {
-        "note": INTERLEAVED_NOTE,
-        "strategy": run.strategy,
-        "reference": reference.strategy,
-        "accumulate": run.accumulate,
-        "knobs": run.knobs(),
-        "speedups": figures,
-        "quality": in_words(evaluation.paired.model_dump(), run.strategy, reference.strategy)
+    return Comparison(
+        note=INTERLEAVED_NOTE,
+        strategy=run.strategy,
+        reference=reference.strategy,
+        accumulate=run.accumulate,
+        knobs=run.knobs(),
+        speedups=figures,
+        quality=in_words(evaluation.paired.model_dump(), run.strategy, reference.strategy)
         if evaluation.paired is not None
         else None,
-        "data_origin": run.data_origin,
-        "scaling_efficiency": figures["speedup"] / run.devices,
-        "speedup_end_to_end": end_to_end_speedup(run, reference),
-        "rate": {"unit": run.unit, "run": run.units_per_s, "reference": reference.units_per_s},
-        "train_time_s": {"run": run.train_time_s, "reference": reference.train_time_s},
-        "wall_time_s": {"run": run.wall_time_s, "reference": reference.wall_time_s},
-        "devices": run.devices,
-        "evaluation": evaluation.model_dump(mode="json"),
-        "benchmark_reference": REFERENCE,
-        "load": {
+        data_origin=run.data_origin,
+        scaling_efficiency=figures.speedup / run.devices,
+        speedup_end_to_end=end_to_end_speedup(run, reference),
+        rate={"unit": run.unit, "run": run.units_per_s, "reference": reference.units_per_s},
+        train_time_s={"run": run.train_time_s, "reference": reference.train_time_s},
+        wall_time_s={"run": run.wall_time_s, "reference": reference.wall_time_s},
+        devices=run.devices,
+        evaluation=evaluation,
+        benchmark_reference=REFERENCE,
+        load={
             role: {"other_cpu_share": record.other_cpu_share, "load_average_1m": record.load_average_1m}
             for role, record in (("run", run), ("reference", reference))
         },
-        "environment": {"run": run.environment, "reference": reference.environment},
-    }
+        environment={"run": run.environment, "reference": reference.environment},
+    )

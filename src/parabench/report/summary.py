@@ -11,7 +11,14 @@ import pandas as pd
 from parabench.config import load_params
 from parabench.io import read_json
 from parabench.paths import PROBE_FILE, REPORT_FILE, results_file, speedup_metrics_file
-from parabench.records import BenchmarkResults, CurveFigures, SweepResults
+from parabench.records import (
+    BenchmarkResults,
+    Comparison,
+    CurveFigures,
+    PredictionResults,
+    SweepResults,
+    probe_record,
+)
 from parabench.report.answers import fastest_sentence
 from parabench.report.benchmark import REFERENCE, compact, ran
 from parabench.report.scaling import check_row, probe_rows
@@ -45,31 +52,31 @@ def comparison(workloads: list[str]) -> tuple[list[dict[str, Any]], list[str], l
         path = speedup_metrics_file(name)
         if not path.exists():
             continue
-        figures, more = read_json(path), read_json(results_file("speedup", name))
-        knob = f" ({more['knobs']})" if more["knobs"] else ""
-        row = {"workload": name, "run": f"{more['strategy']}{knob}/{more['reference']}"}
+        figures = read_json(path)
+        more = Comparison.model_validate(read_json(results_file("speedup", name)))
+        knob = f" ({more.knobs})" if more.knobs else ""
+        row = {"workload": name, "run": f"{more.strategy}{knob}/{more.reference}"}
         metric = workload.primary_metric
         if metric is not None:
-            evaluation = more["evaluation"]
-            row[metric] = with_interval(evaluation["train"], metric)
-            row["reference"] = with_interval(evaluation["reference"], metric)
+            row[metric] = with_interval(more.evaluation.train, metric)
+            row["reference"] = with_interval(more.evaluation.reference, metric)
             row["difference"] = f"{figures[f'{metric}_delta']:+.3f} +- {figures[f'{metric}_delta_ci95']:.3f}"
-            verdicts.append(f"  {name}: {more['quality']}")
-        both = more["speedups"]
-        low, high = both["speedup_ci95"]
-        mark = "" if both["speedup_from"] == "benchmark" else "*"
+            verdicts.append(f"  {name}: {more.quality}")
+        both = more.speedups
+        low, high = both.speedup_ci95
+        mark = "" if both.speedup_from == "benchmark" else "*"
         rows.append(
             {
                 **row,
-                "speedup": f"{both['speedup']:.2f} ({low:.2f}-{high:.2f}){mark}",
-                "training_runs": both["speedup_training_runs"],
-                "agree": both["speedups_agree"],
-                "end_to_end": more["speedup_end_to_end"],
+                "speedup": f"{both.speedup:.2f} ({low:.2f}-{high:.2f}){mark}",
+                "training_runs": both.speedup_training_runs,
+                "agree": both.speedups_agree,
+                "end_to_end": more.speedup_end_to_end,
             }
         )
         if figures["contended"]:
             verdicts.append(f"  {name}: CONTENDED: other programs took over 10% of the CPU while it was timed")
-        origins.append(f"  {name}: {more['data_origin']}")
+        origins.append(f"  {name}: {more.data_origin}")
     return rows, verdicts, origins
 
 
@@ -167,18 +174,18 @@ def prediction_rows(workloads: list[str], sweeps: list[str]) -> tuple[list[dict[
         path = results_file("prediction", name)
         if not path.exists():
             continue
-        prediction = read_json(path)
-        checks += [{"where": name, **check_row(check)} for check in prediction["checks"]]
-        for row in prediction["predictions"]:
-            if row["strategy"] == "ddp":
+        prediction = PredictionResults.model_validate(read_json(path))
+        checks += [{"where": name, **check_row(check)} for check in prediction.checks]
+        for row in prediction.predictions:
+            if row.strategy == "ddp":
                 rows.append(
                     {
                         "workload": name,
-                        "devices": row["devices"],
-                        "ddp_speedup": row["speedup"],
-                        "efficiency": row["efficiency"],
-                        "exposed": f"{row['exposed_share']:.0%}",
-                        "link": row["link"].split(":")[0],
+                        "devices": row.devices,
+                        "ddp_speedup": row.speedup,
+                        "efficiency": row.efficiency,
+                        "exposed": f"{row.exposed_share:.0%}",
+                        "link": row.link.split(":")[0],
                     }
                 )
     return checks, rows
@@ -220,7 +227,7 @@ def main() -> None:
     print(table(sweep_rows(list(params.sweeps))))
     checks, predicted = prediction_rows(workloads, list(params.sweeps))
     print("\nThe collectives over this node's devices (the probe; a latency and bandwidth fitted to each, alpha-beta):")
-    print(table(probe_rows(read_json(PROBE_FILE)) if PROBE_FILE.exists() else []))
+    print(table(probe_rows(probe_record(read_json(PROBE_FILE))) if PROBE_FILE.exists() else []))
     print("\nPredicted against measured at each multi-device cell (one replica's compute and the probe's links; a")
     print("cut model's stages timed one by one):")
     print(table(checks))
