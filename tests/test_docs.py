@@ -1,10 +1,16 @@
 """README.md and docs/ name what exists: every linked page, every source file, and every params key set with -S."""
 
 import re
+import shlex
+import shutil
 from pathlib import Path
 
 import pytest
 import yaml
+from dvc.utils.hydra import apply_overrides
+
+from parabench.config import load_params
+from parabench.engine.check import check_all
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -12,6 +18,21 @@ SOURCE_ROOTS = ("src/", "stages/", "tests/", "tools/", "benchmarks/", "examples/
 LINK = re.compile(r"\]\(([^)#\s]+)")
 CODE_PATH = re.compile(r"`([\w./-]+\.(?:py|md|yaml|json|sh))`")
 OVERRIDE = re.compile(r"-S '?~?(\+?)([A-Za-z_][\w.]*)=")  # '+' adds a key: its parent must exist
+EXPERIMENT = re.compile(r"^ *dvc exp run (.+)$", re.MULTILINE)
+
+
+def documented_experiments() -> list[tuple[str, list[str]]]:
+    """Every `dvc exp run` line of README.md and docs/ that sets params (lines continued with a backslash joined):
+    the page, and the overrides as `-S` hands them to DVC."""
+    found = []
+    for page in PAGES:
+        text = page.read_text().replace("\\\n", " ")
+        for line in EXPERIMENT.findall(text):
+            words = shlex.split(line, comments=True)
+            overrides = [words[index + 1] for index, word in enumerate(words[:-1]) if word in ("-S", "--set-param")]
+            if overrides:
+                found.append((page.relative_to(ROOT).as_posix(), overrides))
+    return found
 
 
 def params_has(params: dict, dotted: str) -> bool:
@@ -47,3 +68,21 @@ def test_the_readme_fits_on_a_page_and_links_every_docs_page():
     assert len(readme.encode()) <= 10_000, "README.md: at most about 10 KB; the rest belongs in docs/"
     linked = {Path(link).name for link in LINK.findall(readme)}
     assert {page.name for page in PAGES[1:]} <= linked, "every docs page is reachable from the README"
+
+
+@pytest.mark.parametrize(("page", "overrides"), documented_experiments(), ids=lambda value: str(value)[:60])
+def test_every_documented_experiment_passes_the_check(page, overrides, tmp_path, monkeypatch):
+    """Applied with DVC's own `-S` parser (Hydra's override grammar), each experiment the docs show is one the check
+    stage lets through on this machine's CPU: every run planned, every benchmark and sweep cell planned or skipped
+    with its reason. A state dict an experiment names is the user's own file: here an empty one stands for it."""
+    monkeypatch.chdir(tmp_path)
+    for weights in (value.partition("=")[2] for value in overrides if value.endswith(".pth")):
+        Path(weights).parent.mkdir(parents=True, exist_ok=True)
+        Path(weights).touch()
+    params_file = tmp_path / "params.yaml"
+    shutil.copy(ROOT / "params.yaml", params_file)
+    apply_overrides(params_file, overrides)
+    params = yaml.safe_load(params_file.read_text())
+    params["hardware"]["accelerator"] = "cpu"
+    params_file.write_text(yaml.safe_dump(params))
+    check_all(load_params(params_file))

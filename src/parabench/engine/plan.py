@@ -225,7 +225,8 @@ def check_accumulate(accumulate: int, strategy: Strategy, per_replica: int, work
         raise ConfigError(
             f"accumulate: {accumulate} does not divide the {per_replica} unit(s) each replica gets of "
             f"{workload_name}'s batch under strategy {strategy.name}; set accumulate to a divisor of {per_replica}, "
-            f"e.g. {divisors[-1]}"
+            f"e.g. {divisors[-1]}, raise scales.{workload_name}.<scale>.batch_size, or leave {workload_name} out of "
+            f"this experiment (dvc exp run -S '~inputs.{workload_name}')"
         )
 
 
