@@ -85,8 +85,10 @@ def make_project(
     join_timeout_s: float = 60,
     strategy: str = "ddp",
     engine: str = "inprocess",
+    sharding: str = "full",
 ) -> Path:
-    """A working folder with params.yaml at a tiny scale (`strategy` on 2 CPU processes, the pipeline's `engine`;
+    """A working folder with params.yaml at a tiny scale (`strategy` on 2 CPU processes, the pipeline's `engine`, fsdp's
+    `sharding`;
     SGD with momentum, so that a resumed run needs its optimiser's state) and Fashion-MNIST prepared (by its own
     download and prepare stages, or copied from `prepared`)."""
     folder.mkdir()
@@ -100,6 +102,7 @@ def make_project(
         sweep.update(TINY_SWEEP, values={"tiny": [2]})
     params.update(scale="tiny", strategy=strategy)
     params["pipeline"]["engine"] = engine
+    params["fsdp"]["sharding"] = sharding
     params["hardware"].update(
         accelerator="cpu",
         devices=2 // nodes,
@@ -267,6 +270,20 @@ def test_the_distributed_pipeline_over_two_nodes_runs_one_stage_per_process(tmp_
     details = record["strategy_details"]
     assert (details["engine"], details["stages"], len(details["cut"])) == ("distributed", 2, 2)
     assert 0 <= record["final_epoch"]["test_acc"] <= 1 and len(parameters(project)) > 0
+
+
+def test_fsdp_hybrid_over_two_nodes_replicates_across_them_and_trains_to_ddp_s_parameters(
+    tmp_path, uninterrupted, prepared
+):
+    """HSDP over (2 nodes, 1 device each): a shard within a node of one device is the whole model, so each node holds
+    a replica and the gradients are averaged across the nodes, as ddp's on one node with two processes are."""
+    project = make_project(tmp_path / "hybrid", prepared=prepared, nodes=2, strategy="fsdp", sharding="hybrid")
+    record = train_on_two_nodes(project)
+    details = record["strategy_details"]
+    assert (details["sharding"], details["mesh"], record["environment"]["nodes"]) == ("hybrid", [2, 1], 2), (
+        "(replicas across the nodes, shards within one): full sharding over both ranks would train alike"
+    )
+    assert_same_parameters(parameters(project), uninterrupted)
 
 
 def test_a_node_that_does_not_come_is_named_after_the_join_timeout(tmp_path, prepared):

@@ -63,7 +63,7 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
         # BatchNorm's weights but not its running statistics, and torch's CPU batch_norm refuses the mix.
         forward_backward(model, setup.precision),
         full_state_dict,
-        details={"sharded_blocks": len(list(model.children())), "sharding": sharding},
+        details={"sharded_blocks": len(list(model.children())), "sharding": sharding, "mesh": list(shape)},
         no_sync=no_sync,
     )
 
