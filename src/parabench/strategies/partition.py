@@ -70,7 +70,7 @@ def block_times(model: nn.Sequential, sample_inputs: Tensor, repeats: int = TIMI
     """Median forward+backward seconds of each block on `sample_inputs`'s device, as torchgpipe measures them.
 
     Each block runs as a copy on that device, one block at a time (a sandbox: the model's weights,
-    gradients and BatchNorm statistics are untouched), once untimed to warm up, then `repeats` times;
+    gradients and BatchNorm statistics are untouched), in 1 + `repeats` rounds of every block, the first left out;
     each block's input is the previous block's output. Within remembered_block_times, once per model and sample.
     """
     if _remembered is None:
@@ -101,19 +101,22 @@ def _measured_block_times(model: nn.Sequential, sample_inputs: Tensor, repeats: 
 
 
 def _timed_blocks(model: nn.Sequential, sample_inputs: Tensor, repeats: int) -> tuple[list[float], float | None]:
-    """Each block's median forward+backward seconds over `repeats` after one untimed run (block_times), and the share
-    of the CPU other programs took meanwhile (None where /proc/stat cannot tell)."""
+    """Each block's median forward+backward seconds and the share of the CPU other programs took meanwhile (None where
+    /proc/stat cannot tell). The blocks are timed in rounds, every block once a round, the first round left out: a
+    slow spell (a core waking, memory first touched) falls on every block alike rather than on the first one timed,
+    as the benchmark's rounds interleave its cells."""
     started = mark()
-    device = sample_inputs.device
-    medians: list[float] = []
-    activation = sample_inputs
-    for index, block in enumerate(model):
-        sandbox = copy.deepcopy(block).to(device)
-        first = index == 0  # its input is the data, whose gradient the model never computes
-        durations = [_forward_backward_seconds(sandbox, activation, not first) for _ in range(1 + repeats)][1:]
-        medians.append(statistics.median(durations))
-        with torch.no_grad():
-            activation = sandbox(activation)
+    sandboxes = [copy.deepcopy(block).to(sample_inputs.device) for block in model]
+    inputs = [sample_inputs]  # each block's input: the previous block's output on the sample
+    with torch.no_grad():
+        for sandbox in sandboxes[:-1]:
+            inputs.append(sandbox(inputs[-1]))
+    durations: list[list[float]] = [[] for _ in sandboxes]
+    for _ in range(1 + repeats):
+        for index, (sandbox, block_input) in enumerate(zip(sandboxes, inputs, strict=True)):
+            first = index == 0  # its input is the data, whose gradient the model never computes
+            durations[index].append(_forward_backward_seconds(sandbox, block_input, not first))
+    medians = [statistics.median(seconds[1:]) for seconds in durations]
     ended = mark()
     others = other_cpu_share(started, ended, ended.own_cpu - started.own_cpu)
     log.info(
