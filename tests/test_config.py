@@ -328,11 +328,20 @@ def test_the_check_plans_only_the_workloads_listed(base_params, write_params, mo
     assert planned == ["resnet50", "resnet50"]
 
 
-@pytest.mark.parametrize("seed", [-1, 2**32])
-def test_a_seed_is_one_32_bit_word(base_params, write_params, seed):
+@pytest.mark.parametrize(("seed", "rule"), [(-1, "at least 0"), (2**32, "less than 4294967296")])
+def test_a_seed_is_one_32_bit_word(base_params, write_params, seed, rule):
     base_params["scales"]["fashion_mnist"]["quick"]["seed"] = seed
-    with pytest.raises(ConfigError, match=r"scales\.fashion_mnist\.quick\.seed"):
+    with pytest.raises(ConfigError, match=rf"scales\.fashion_mnist\.quick\.seed: {seed} is out of range.*{rule}"):
         load_params(write_params(base_params))
+
+
+def test_a_value_out_of_range_says_the_range_in_words(base_params, write_params):
+    base_params["benchmark"]["rounds"] = 0
+    with pytest.raises(
+        ConfigError, match=r"benchmark\.rounds: 0 is out of range; write a value at least 1\n"
+    ) as raised:
+        load_params(write_params(base_params))
+    assert "Input should" not in str(raised.value), "pydantic's words are not the user's"
 
 
 @pytest.mark.parametrize(

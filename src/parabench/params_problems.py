@@ -62,9 +62,20 @@ def explain(where: str, err: ValidationError, model: type[BaseModel]) -> str:
     return "\n".join(lines)
 
 
+BOUNDS = {  # pydantic's error type -> its bound's key in the error's context, and the rule in words
+    "greater_than_equal": ("ge", "at least"),
+    "greater_than": ("gt", "more than"),
+    "less_than_equal": ("le", "at most"),
+    "less_than": ("lt", "less than"),
+}
+
+
 def describe(problem: dict[str, Any], model: type[BaseModel]) -> str:
     """One problem in words."""
     kind, given = problem["type"], problem.get("input")
+    if kind in BOUNDS:
+        bound, words = BOUNDS[kind]
+        return f"{given!r} is out of range; write a value {words} {problem.get('ctx', {}).get(bound)}"
     if kind == "missing":
         return "missing; this key is required (see the README's params.yaml section)"
     if kind == "extra_forbidden":
