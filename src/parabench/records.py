@@ -266,6 +266,12 @@ class StageShares(Record):
 Cell = Annotated[CellFigures | SkippedCell, Field(discriminator="status")]
 
 
+def ran(cells: dict[str, Cell], label: str) -> CellFigures | None:
+    """The figures of the cell `label`, if it ran."""
+    cell = cells.get(label)
+    return cell if isinstance(cell, CellFigures) else None
+
+
 class CellsSummary(Record):
     """Timed cells summarised (report/benchmark.py): each cell's figures, the noise floor, the flags and the ranking."""
 

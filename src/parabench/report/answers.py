@@ -10,8 +10,9 @@ from parabench.records import (
     SkippedCell,
     SkippedCurve,
     SweepResults,
+    ran,
 )
-from parabench.report.benchmark import REFERENCE, ran, ratio
+from parabench.report.benchmark import REFERENCE, ratio
 from parabench.stats import ratio_verdict
 
 

@@ -11,7 +11,16 @@ from parabench.engine.cells import CEILING, CONTROL, CellRuns, MeasuredCells
 from parabench.engine.timing import summarize
 from parabench.io import write_atomic, write_json
 from parabench.paths import benchmark_figure_file, benchmark_table_file, results_file
-from parabench.records import BenchmarkResults, Cell, CellFigures, CellsSummary, NoiseFloor, Ranking, SkippedCell
+from parabench.records import (
+    BenchmarkResults,
+    Cell,
+    CellFigures,
+    CellsSummary,
+    NoiseFloor,
+    Ranking,
+    SkippedCell,
+    ran,
+)
 from parabench.report.benchmark_figure import draw
 from parabench.report.time_split import PART_MEANINGS, time_split, typical_parts
 from parabench.runtime.environment import describe, machine_line
@@ -130,12 +139,6 @@ def summarize_cells(entries: list[CellRuns], smallest_difference: float = 0.0) -
     }
     flags = measurement_flags(compared, noise.floor)
     return CellsSummary(cells=compared, noise=noise, flags=flags, ranking=ranking(compared, flags, noise.floor))
-
-
-def ran(cells: dict[str, Cell], label: str) -> CellFigures | None:
-    """The figures of the cell `label`, if it ran."""
-    cell = cells.get(label)
-    return cell if isinstance(cell, CellFigures) else None
 
 
 def with_comparisons(

@@ -37,12 +37,11 @@ from parabench.records import (
     PredictionResults,
     Probed,
     RunRecord,
-    SkippedCell,
     SweepResults,
     probe_record,
 )
 from parabench.report.answers import QUESTIONS, answer, noise_sentence, speedup_text
-from parabench.report.benchmark import largest_rank_memory
+from parabench.report.benchmark import largest_rank_memory, skipped
 from parabench.report.epoch_figure import epoch_figure
 from parabench.report.scaling import check_row, probe_rows
 from parabench.report.time_split import PART_MEANINGS
@@ -177,10 +176,10 @@ def benchmark_rows(benchmark: BenchmarkResults) -> list[dict[str, Any]]:
 
 def skipped_html(benchmark: BenchmarkResults) -> str:
     """Each strategy that could not run here, with the reason it gave before any work."""
-    skipped = [(label, cell.reason) for label, cell in benchmark.cells.items() if isinstance(cell, SkippedCell)]
-    if not skipped:
+    reasons = skipped(benchmark.cells)
+    if not reasons:
         return ""
-    items = "".join(f"<li><b>{html.escape(label)}</b>: {html.escape(reason)}</li>" for label, reason in skipped)
+    items = "".join(f"<li><b>{html.escape(label)}</b>: {html.escape(reason)}</li>" for label, reason in reasons)
     return f"<p>Skipped on this machine:</p><ul>{items}</ul>"
 
 

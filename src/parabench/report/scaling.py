@@ -50,6 +50,7 @@ from parabench.records import (
     Probe,
     Probed,
     SweepCell,
+    ran,
 )
 
 GRADIENT_BYTES_PER_PARAMETER = 4  # float32
@@ -180,8 +181,8 @@ def pipelined(figures: CellFigures, single: CellFigures, model_parallel: bool) -
 def checked_cells(cells: dict[str, Cell], parameters: int, links: Links | None) -> list[PredictionCheck]:
     """Predicted against measured, for every multi-device cell of a predicted strategy (none without a measured
     link, a ceiling or single)."""
-    ceiling, single = cells.get("ceiling"), cells.get("single")
-    if links is None or not isinstance(ceiling, CellFigures) or not isinstance(single, CellFigures):
+    ceiling, single = ran(cells, "ceiling"), ran(cells, "single")
+    if links is None or ceiling is None or single is None:
         return []
     checks = []
     for label, figures in cells.items():
@@ -226,12 +227,12 @@ def check_row(check: PredictionCheck) -> dict[str, str]:
 def checked_sweep_cells(cells: list[SweepCell]) -> list[PredictionCheck]:
     """Predicted against measured, for every distributed pipeline cell of a sweep and its model_parallel line (against
     its `single` line)."""
-    ran = [(cell, cell.figures) for cell in cells if isinstance(cell.figures, CellFigures)]
-    single = next((figures for cell, figures in ran if cell.curve == "single"), None)
+    timed = [(cell, cell.figures) for cell in cells if isinstance(cell.figures, CellFigures)]
+    single = next((figures for cell, figures in timed if cell.curve == "single"), None)
     if single is None:
         return []
     checks = []
-    for cell, figures in ran:
+    for cell, figures in timed:
         predicted = pipelined(figures, single, cell.curve == "model_parallel")
         if predicted is not None:
             label = cell.curve if cell.value is None else f"{cell.curve} {cell.value}"
@@ -315,8 +316,8 @@ def predict(benchmark: CellsSummary, options: PredictOptions, probe: Probe) -> P
     """The checks at the measured cells and the extension to predict.devices (module docstring), from the benchmark's
     summarised cells and the probe's results."""
     cells = benchmark.cells
-    single = cells.get("single")
-    if not isinstance(single, CellFigures):
+    single = ran(cells, "single")
+    if single is None:
         return PredictionResults(
             links=None,
             checks=[],
@@ -354,8 +355,8 @@ def predict(benchmark: CellsSummary, options: PredictOptions, probe: Probe) -> P
 
 def strategy_details(cells: dict[str, Cell], label: str) -> dict[str, Any]:
     """What the cell `label` reported of its strategy, where it ran."""
-    figures = cells.get(label)
-    return figures.strategy_details if isinstance(figures, CellFigures) else {}
+    figures = ran(cells, label)
+    return figures.strategy_details if figures is not None else {}
 
 
 def compact(prediction: PredictionResults, options: PredictOptions) -> dict[str, Any]:

@@ -15,8 +15,8 @@ from typing import Any
 
 from parabench.data.provenance import Provenance
 from parabench.data.registry import origin_tag
-from parabench.records import CellsSummary, Comparison, Evaluation, Ranking, RunRecord, Speedups
-from parabench.report.benchmark import REFERENCE, ran, ratio
+from parabench.records import CellsSummary, Comparison, Evaluation, Ranking, RunRecord, Speedups, ran
+from parabench.report.benchmark import REFERENCE, ratio
 from parabench.stats import in_words, ratio_interval
 from parabench.workloads import WORKLOADS
 

@@ -4,7 +4,7 @@ python -m parabench.report.summary
 """
 
 import textwrap
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -16,14 +16,17 @@ from parabench.records import (
     Comparison,
     CurveFigures,
     PredictionResults,
+    Record,
     SweepResults,
     probe_record,
+    ran,
 )
 from parabench.report.answers import fastest_sentence
-from parabench.report.benchmark import REFERENCE, compact, ran
+from parabench.report.benchmark import REFERENCE, compact
 from parabench.report.scaling import check_row, probe_rows
 from parabench.workloads import WORKLOADS
 
+Written = TypeVar("Written", bound=Record)  # a results file's record
 WIDTH = 120
 SPEEDUPS = (
     "speedups over the reference: speedup, the headline, from the benchmark's interleaved rounds with its 95% "
@@ -80,10 +83,15 @@ def comparison(workloads: list[str]) -> tuple[list[dict[str, Any]], list[str], l
     return rows, verdicts, origins
 
 
+def written(kind: str, names: list[str], record: type[Written]) -> dict[str, Written]:
+    """name -> results/<kind>/<name>.json read as `record`, for each of `names` whose stage has written it."""
+    paths = {name: results_file(kind, name) for name in names}
+    return {name: record.model_validate(read_json(path)) for name, path in paths.items() if path.exists()}
+
+
 def benchmarks(workloads: list[str]) -> dict[str, BenchmarkResults]:
     """Each workload's benchmark results, where its speedup stage wrote them."""
-    paths = {name: results_file("benchmark", name) for name in workloads}
-    return {name: BenchmarkResults.model_validate(read_json(path)) for name, path in paths.items() if path.exists()}
+    return written("benchmark", workloads, BenchmarkResults)
 
 
 def benchmark_rows(workloads: list[str]) -> list[dict[str, Any]]:
@@ -160,8 +168,7 @@ def sweep_rows(sweeps: list[str]) -> list[dict[str, Any]]:
 
 def sweep_results(sweeps: list[str]) -> dict[str, SweepResults]:
     """Each sweep's results, where its sweep_summary stage wrote them."""
-    paths = {name: results_file("sweep", name) for name in sweeps}
-    return {name: SweepResults.model_validate(read_json(path)) for name, path in paths.items() if path.exists()}
+    return written("sweep", sweeps, SweepResults)
 
 
 def prediction_rows(workloads: list[str], sweeps: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -170,11 +177,7 @@ def prediction_rows(workloads: list[str], sweeps: list[str]) -> tuple[list[dict[
     checks, rows = [], []
     for name, results in sweep_results(sweeps).items():
         checks += [{"where": f"sweep {name}", **check_row(check)} for check in results.prediction_checks]
-    for name in workloads:
-        path = results_file("prediction", name)
-        if not path.exists():
-            continue
-        prediction = PredictionResults.model_validate(read_json(path))
+    for name, prediction in written("prediction", workloads, PredictionResults).items():
         checks += [{"where": name, **check_row(check)} for check in prediction.checks]
         for row in prediction.predictions:
             if row.strategy == "ddp":
