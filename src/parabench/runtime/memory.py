@@ -96,16 +96,22 @@ class StepMemory:
 
 
 class SavedForBackward:
-    """Within it, the bytes autograd keeps for backward: every tensor a forward saves, counted as it is packed. The
+    """Within it, the bytes autograd keeps for backward: the memory of every tensor a forward saves, each storage
+    counted once however many operations save it or views of it, the parameters left out (they live on anyway). The
     activation memory that checkpointing and lower precision shrink, counted alike on a CPU, where the process's
-    peak RSS holds its data and libraries too, and on a GPU."""
+    peak RSS holds its data and libraries too, and on a GPU. Storages are told apart by address: a pipeline's
+    micro-batches, all held at once, add up; under gradient accumulation a forward that reuses the memory the last
+    micro-batch's backward freed counts it once, so about one micro-batch's is counted."""
 
     def __init__(self) -> None:
-        self.bytes = 0
+        self._storage_bytes: dict[int, int] = {}
         self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda tensor: tensor)
 
     def _pack(self, tensor: torch.Tensor) -> torch.Tensor:
-        self.bytes += tensor.numel() * tensor.element_size()
+        owner = tensor if tensor._base is None else tensor._base  # a weight is often saved as a view (Linear: w.t())
+        if not (owner.is_leaf and owner.requires_grad):  # a parameter (or an input asking for its gradient)
+            storage = tensor.untyped_storage()  # the graph holds the tensor, so no other storage takes its address
+            self._storage_bytes[storage.data_ptr()] = storage.nbytes()
         return tensor
 
     def __enter__(self) -> "SavedForBackward":
@@ -116,6 +122,11 @@ class SavedForBackward:
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
         self._hooks.__exit__(kind, error, trace)
+
+    @property
+    def bytes(self) -> int:
+        """The bytes counted."""
+        return sum(self._storage_bytes.values())
 
     @property
     def mb(self) -> float:
