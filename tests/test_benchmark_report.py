@@ -281,13 +281,13 @@ def steady(seconds: float, spread: float, rounds: int = 3, steps: int = 8) -> li
     return [run([seconds + (spread if step % 2 else -spread) for step in range(steps)], 1) for _ in range(rounds)]
 
 
-def measured(times: dict[str, tuple[str, float, float]], smallest_difference: float = 0.0) -> dict:
-    """The summary of cells label -> (strategy, median step, spread of its steps), on two virtual CPU devices."""
-    two = cpu_setup(devices=2, batch_shape=(64, 1, 28, 28))
+def measured(times: dict[str, tuple[str, float, float]], smallest_difference: float = 0.0, devices: int = 2) -> dict:
+    """The summary of cells label -> (strategy, median step, spread of its steps), on `devices` CPU devices."""
+    setup = cpu_setup(devices=devices, batch_shape=(64, 1, 28, 28))
     entries = [
         CellRuns(
             Cell("fashion_mnist", strategy, control=label == "single_control"),
-            tiny_plan(strategy, two, "benchmark", batch_size=64),
+            tiny_plan(strategy, setup, "benchmark", batch_size=64),
             runs=steady(seconds, spread),
         )
         for label, (strategy, seconds, spread) in times.items()
@@ -370,6 +370,51 @@ def test_a_data_parallel_cell_above_its_ceiling_and_a_one_process_cut_unlike_sin
     assert set(summary.flags) == {"ddp", "model_parallel"}
     assert "above its ceiling" in summary.flags["ddp"] and "single's work" in summary.flags["model_parallel"]
     assert summary.ranking.fastest == "single", "flagged cells take no part in the ranking"
+
+
+@pytest.mark.parametrize(("ddp_step", "flagged"), [(0.26, False), (0.15, True)])
+def test_one_rank_of_a_data_parallel_strategy_is_flagged_only_when_faster_than_single(ddp_step, flagged):
+    """On one GPU ddp is one rank doing single's work through its hooks: slower is what the wrapper costs (an
+    answer, ranked), faster beyond the noise cannot be (flagged)."""
+    summary = measured(
+        {
+            "single": ("single", 0.200, 0.002),
+            "single_control": ("single", 0.201, 0.002),
+            "ddp": ("ddp", ddp_step, 0.002),
+        },
+        devices=1,
+    )
+    assert summary.cells["ddp"].processes == 1
+    assert ("ddp" in summary.flags) is flagged, summary.flags
+    if flagged:
+        assert "data-parallel wrapper" in summary.flags["ddp"]
+    else:
+        assert summary.ranking.fastest == "single" and summary.ranking.runner_up == "ddp"
+
+
+def test_the_ranking_follows_the_paired_speedup_when_rounds_of_unequal_length_reverse_the_pooled_median():
+    """fashion_mnist on an H200: single's third round, 10 fast steps, pulls its pooled median below dp's, yet dp was
+    the faster in two rounds of three; the ranking and its margin must agree with the speedups the page shows. (One
+    rank of ddp stands in for dp, which plans on CUDA alone.)"""
+    one = cpu_setup(devices=1, batch_shape=(64, 1, 28, 28))
+    rounds = {
+        "single": [(2, 0.01257), (8, 0.01014), (10, 0.00748)],
+        "single_control": [(2, 0.00984), (12, 0.00927), (12, 0.01079)],
+        "dp": [(2, 0.01148), (10, 0.0095), (12, 0.01191)],
+    }
+    entries = [
+        CellRuns(
+            Cell("fashion_mnist", "ddp" if label == "dp" else "single", control=label == "single_control"),
+            tiny_plan("ddp" if label == "dp" else "single", one, "benchmark", batch_size=64),
+            runs=[run([seconds] * steps, 1) for steps, seconds in by_round],
+        )
+        for label, by_round in rounds.items()
+    ]
+    summary = summarize_cells(entries)
+    fast, other = summary.cells["ddp"], summary.cells["single"]
+    assert fast.rate < other.rate and fast.speedup > 1, "the pooled rate and the paired speedup disagree here"
+    assert summary.ranking.best_measured == "ddp" and summary.ranking.runner_up == "single"
+    assert summary.ranking.margin > 1
 
 
 def test_the_control_sits_apart_from_single_in_the_benchmark_s_order():

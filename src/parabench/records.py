@@ -109,8 +109,8 @@ class CellRun(Record):
         description="rank 0's warm-up steps, left out of the timing (a compiled model's first holds its compilation)"
     )
     saved_for_backward_mb: dict[str, float] | None = Field(
-        description="per rank, what autograd kept for backward in one more step (activations), in MiB; a cell's "
-        "first round only (None in the others)"
+        description="per rank, what autograd kept for backward in one more step (activations; each storage once, "
+        "the parameters left out), in MiB; a cell's first round only (None in the others)"
     )
     other_cpu_share: float | None = Field(description="the share of the machine's CPU other programs took meanwhile")
     parameters: int = Field(description="the plain model's trained parameters (its gradients are as many)")
@@ -202,7 +202,9 @@ class CellFigures(Record):
     contended: bool = Field(description="other_cpu_share above 10%")
     peak_memory_mb: dict[str, float] = Field(description="the largest peak over the rounds, per rank and device")
     memory_kind: str = Field(description="what peak_memory_mb counts: CUDA allocations or the process's RSS")
-    saved_for_backward_mb: dict[str, float] | None = Field(description="per rank, what autograd kept for backward")
+    saved_for_backward_mb: dict[str, float] | None = Field(
+        description="per rank, what autograd kept for backward (each storage once, parameters left out)"
+    )
     parameters: int = Field(description="the plain model's trained parameters")
     strategy_details: dict[str, Any] = Field(description="what the strategy reports of itself (cut, buckets, ...)")
     environment: dict[str, Any] = Field(description="the machine, software and process layout it ran on")
@@ -245,9 +247,12 @@ class Ranking(Record):
 
     fastest: str | None = Field(description="the fastest strategy, beyond the noise; None: a tie or nothing ran")
     tied: list[str] = Field(description="the strategies within the noise of the best, best first")
-    best_measured: str | None = Field(default=None, description="the best measured rate, tie or not")
+    best_measured: str | None = Field(
+        default=None,
+        description="the best speedup over single (paired by round; the rate where single did not run), tie or not",
+    )
     runner_up: str | None = Field(default=None, description="the next best")
-    margin: float | None = Field(description="the best's rate over the runner-up's")
+    margin: float | None = Field(description="the best's rate over the runner-up's, paired by round")
     margin_ci95: list[float] | None = Field(description="its 95% bootstrap interval")
 
 

@@ -207,12 +207,15 @@ def noise_of(reference: CellFigures | None, control: CellFigures | None, smalles
 def measurement_flags(cells: dict[str, Cell], floor: float | None) -> dict[str, str]:
     """label -> why its figure is not an answer, for each cell that breaks an invariant of a correct measurement:
     a data-parallel cell above its ceiling (the ceiling did not bound it, so one of them measured something else),
-    or a one-process strategy that is not single yet differs from single beyond the noise (the same work done another
-    way: its cause is not measured here)."""
+    a one-process cut that is not single yet differs from single beyond the noise (the same work done another way:
+    its cause is not measured here), or a one-rank data-parallel cell faster than single beyond the noise (single's
+    work plus its wrapper's cannot take less). A one-rank data-parallel cell slower than single is an answer: what
+    the wrapper costs (on one GPU, ddp's hooks and a one-rank all-reduce, fsdp's per-block gathers)."""
     flags = {}
     for label, figures in cells.items():
         if not isinstance(figures, CellFigures) or label in NOT_STRATEGIES:
             continue
+        beyond = f"beyond the noise floor{f' of {floor:.1%}' if floor is not None else ''}"
         if figures.efficiency_vs_ceiling_verdict == "faster" and figures.efficiency_vs_ceiling_ci95:
             low, high = figures.efficiency_vs_ceiling_ci95
             flags[label] = (
@@ -221,31 +224,42 @@ def measurement_flags(cells: dict[str, Cell], floor: float | None) -> dict[str, 
                 "replicas doing the same work plus communication, so one of the two cells measured "
                 "something else"
             )
-        elif (
-            figures.processes == 1
-            and label != REFERENCE
-            and figures.speedup_verdict not in (None, NO_DIFFERENCE)
-            and figures.speedup_ci95
-        ):
+        elif figures.processes != 1 or label == REFERENCE or not figures.speedup_ci95:
+            continue
+        elif figures.data_parallel and figures.speedup_verdict == "faster":
             low, high = figures.speedup_ci95
             flags[label] = (
-                f"one process doing single's work, yet {figures.speedup:.2f}x single ({low:.2f}-{high:.2f}"
-                f", beyond the noise floor{f' of {floor:.1%}' if floor is not None else ''}): the model "
-                "cut into stages runs other kernels (smaller batches or micro-batches), not other "
-                "parallelism; not counted as an answer"
+                f"one rank doing single's work through a data-parallel wrapper, yet {figures.speedup:.2f}x single "
+                f"({low:.2f}-{high:.2f}, {beyond}): it cannot take less than single, so one of the two cells "
+                "measured something else; not counted as an answer"
+            )
+        elif not figures.data_parallel and figures.speedup_verdict not in (None, NO_DIFFERENCE):
+            low, high = figures.speedup_ci95
+            flags[label] = (
+                f"one process doing single's work, yet {figures.speedup:.2f}x single ({low:.2f}-{high:.2f}, "
+                f"{beyond}): the model cut into stages runs other kernels (smaller batches or micro-batches), not "
+                "other parallelism; not counted as an answer"
             )
     return flags
 
 
 def ranking(cells: dict[str, Cell], flags: dict[str, str], floor: float | None) -> Ranking:
     """The fastest strategy, named only where it beats the next one beyond the noise; else the strategies tied with
-    it. Cells that bound or check the others, and flagged ones, take no part."""
+    it. Ranked by what the verdicts use, the speedup over single paired by round (where single ran; else the rate):
+    the pooled median step weighs a round by its steps, and a round lengthened by min_timed_s can reverse it. Cells
+    that bound or check the others, and flagged ones, take no part."""
     candidates = {
         label: figures
         for label, figures in cells.items()
         if isinstance(figures, CellFigures) and label not in NOT_STRATEGIES and label not in flags
     }
-    ranked = sorted(candidates, key=lambda label: candidates[label].rate, reverse=True)
+    paired = all(figures.speedup is not None for figures in candidates.values())
+
+    def measured(label: str) -> float:
+        figures = candidates[label]
+        return figures.speedup if paired and figures.speedup is not None else figures.rate
+
+    ranked = sorted(candidates, key=measured, reverse=True)
     if not ranked:
         return Ranking(fastest=None, tied=[], margin=None, margin_ci95=None)
     best = ranked[0]
