@@ -17,14 +17,15 @@ from torch.nn import functional as F
 
 from parabench.batch import Batch
 from parabench.config import load_params
-from parabench.engine.check import emulated_precision
+from parabench.engine import check
+from parabench.engine.check import check_all, slow_precision
 from parabench.engine.plan import make_plan
 from parabench.engine.training import Trainer, optimizer_step
 from parabench.errors import ConfigError
 from parabench.runtime.process import Process
 from parabench.strategies import allreduce, ddp, fsdp, single
 from parabench.strategies.base import forward_backward
-from parabench.strategies.precision import AutocastForward
+from parabench.strategies.precision import AutocastForward, probe_step_seconds
 from tests.multiprocess import run_ranks
 from tests.setups import cpu_setup
 from tests.test_ddp_equivalence import GLOBAL_BATCH, LR, WORLD, first_batch, make_data, make_model
@@ -179,9 +180,40 @@ def test_an_unknown_precision_names_the_choices(base_params, write_params):
         load_params(write_params(base_params))
 
 
-def test_a_cpu_without_bf16_instructions_is_told_it_measures_emulation():
-    assert emulated_precision("bf16-mixed", ["avx2", "avx512f"]) is not None
-    assert "emulates" in (emulated_precision("bf16-mixed", ["avx2"]) or "")
-    assert emulated_precision("bf16-mixed", ["avx512_bf16", "avx512f"]) is None
-    assert emulated_precision("16-mixed", ["amx_fp16"]) is None
-    assert emulated_precision("32", []) is None
+PROBED = {"32": 0.004, "bf16-mixed": 0.003, "16-mixed": 0.2}  # seconds: this Xeon's float16 backward, 48x slower
+
+
+def probed(precision: str) -> float:
+    """A probe step's seconds at each precision, as on a CPU without fast float16 kernels."""
+    return PROBED[precision]
+
+
+def test_a_mixed_precision_whose_probe_step_is_slow_here_is_reported_with_its_factor(monkeypatch):
+    monkeypatch.setattr(check, "probe_step_seconds", probed)
+    slow = slow_precision("16-mixed") or ""
+    assert "16-mixed" in slow and "50.0x" in slow and "torch.float16" in slow, slow
+    assert slow_precision("bf16-mixed") is None, "faster than float32: nothing to report"
+
+
+def test_float32_is_never_probed(monkeypatch):
+    monkeypatch.setattr(check, "probe_step_seconds", lambda precision: pytest.fail("probed"))
+    assert slow_precision("32") is None
+
+
+def test_the_check_reports_a_slow_precision_of_the_run_or_of_a_sweep_cell(
+    base_params, write_params, monkeypatch, caplog
+):
+    monkeypatch.setattr(check, "probe_step_seconds", probed)
+    base_params["inputs"] = {"fashion_mnist": "data/prepared/fashion_mnist"}
+    base_params["sweeps"] = {}
+    check_all(load_params(write_params(base_params)))
+    assert "probe step" not in caplog.text, "float32 alone: no probe, no warning"
+    base_params["precision"] = "16-mixed"
+    base_params["benchmark"]["strategies"] = ["single", "ddp"]
+    check_all(load_params(write_params(base_params)))
+    assert caplog.text.count("precision: 16-mixed on this CPU") == 1, caplog.text
+
+
+@pytest.mark.parametrize("precision", ["32", "bf16-mixed", "16-mixed"])
+def test_the_probe_times_a_training_step_at_each_precision(precision):
+    assert 0 < probe_step_seconds(precision, repeats=1) < 60

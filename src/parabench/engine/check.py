@@ -8,6 +8,8 @@ outputs before running it, so a bad value caught here costs nothing the user had
 import logging
 from pathlib import Path
 
+import torch
+
 from parabench.config import DATASET_NAMES, PARAMS_FILE, Params, load_params
 from parabench.data.fetch import mirror_root
 from parabench.engine.cells import plan_benchmark, plan_sweep
@@ -17,22 +19,30 @@ from parabench.errors import ConfigError
 from parabench.io import write_json
 from parabench.paths import ENVIRONMENT_FILE, ROLES, source_record_file
 from parabench.prediction import unknown_links
-from parabench.runtime.cpu import cpu_flags, cpu_model
+from parabench.runtime.cpu import cpu_model
 from parabench.runtime.environment import machine_identity
 from parabench.runtime.hardware import resolve
+from parabench.strategies.options import Precision
+from parabench.strategies.precision import DTYPES, probe_step_seconds
 
 log = logging.getLogger("parabench.check")
-NATIVE_FLAGS = {"bf16-mixed": ("avx512_bf16", "amx_bf16"), "16-mixed": ("avx512_fp16", "amx_fp16")}
+SLOWER_THAN_32 = 1.25  # a mixed precision whose probe step takes longer than this times float32's is reported
 
 
-def emulated_precision(precision: str, flags: list[str]) -> str | None:
-    """Why a mixed precision on this CPU measures emulation (no instruction for its dtype among `flags`), or None."""
-    native = NATIVE_FLAGS.get(precision)
-    if native is None or any(flag in flags for flag in native):
+def slow_precision(precision: Precision) -> str | None:
+    """Why a mixed precision's steps on this CPU will measure slow kernels (its probe step took more than
+    SLOWER_THAN_32 times float32's), or None."""
+    if precision == "32":
+        return None
+    full, mixed = probe_step_seconds("32"), probe_step_seconds(precision)
+    if mixed <= SLOWER_THAN_32 * full:
         return None
     return (
-        f"precision: {precision} on this CPU ({cpu_model()}) has none of {', '.join(native)}: torch emulates the "
-        f"dtype, so the steps will measure that emulation, usually slower than 32 here; the runs go on"
+        f"precision: {precision} on this CPU ({cpu_model()}, torch's {torch.backends.cpu.get_cpu_capability()} "
+        f"kernels): a probe step (a convolution, BatchNorm and a linear layer, forward and backward) took "
+        f"{mixed / full:.1f}x its float32 time ({mixed * 1e3:.1f} ms against {full * 1e3:.1f} ms): torch has no fast "
+        f"{DTYPES[precision]} kernels for it here, so the steps at {precision} will measure that and take about that "
+        f"much longer; the runs go on"
     )
 
 
@@ -46,12 +56,9 @@ def check_all(params: Params) -> list[str]:
     if problems:
         raise ConfigError(f"{PARAMS_FILE}: " + "; ".join(problems))
     machine = resolve(params.hardware)
-    emulated = emulated_precision(params.precision, cpu_flags()) if machine.accelerator == "cpu" else None
-    if emulated:
-        log.warning(emulated)
-    for workload_name in params.inputs:
-        for role in ROLES:
-            make_plan(params, workload_name, role, machine=machine)
+    runs = [
+        make_plan(params, workload_name, role, machine=machine) for workload_name in params.inputs for role in ROLES
+    ]
     raw = params.model_dump()
     planned = [
         (f"benchmark@{workload_name}", entry)
@@ -63,6 +70,10 @@ def check_all(params: Params) -> list[str]:
         for name, sweep in params.sweeps.items()
         for _, entry in plan_sweep(raw, sweep, params.scale)
     ]
+    if machine.accelerator == "cpu":
+        precisions = {plan.setup.precision for plan in [*runs, *(entry.plan for _, entry in planned)] if plan}
+        for slow in filter(None, map(slow_precision, sorted(precisions))):
+            log.warning(slow)
     return [f"{stage}: {entry.cell.label}: {entry.skipped_reason}" for stage, entry in planned if entry.plan is None]
 
 
