@@ -104,7 +104,7 @@ def test_a_warm_worker_times_a_model_on_a_sample_once_and_cuts_every_round_alike
 
     def fake_times(model, sample_inputs, repeats):
         measured.append(tuple(sample_inputs.shape))
-        return [float(len(measured))] * len(model)
+        return partition.BlockCosts([float(len(measured))] * len(model), [1] * (len(model) - 1))
 
     monkeypatch.setattr(partition, "_measured_block_times", fake_times)
     model, sample = make_model(), torch.rand(4, 1, 12, 12)
@@ -115,6 +115,17 @@ def test_a_warm_worker_times_a_model_on_a_sample_once_and_cuts_every_round_alike
         assert partition.block_times(model, torch.rand(2, 1, 12, 12)) != first, "another sample shape: timed again"
     assert measured == [(4, 1, 12, 12)] * 3 + [(2, 1, 12, 12)]
     assert partition.block_times(model, sample) != first, "after it: timed again"
+
+
+def test_a_cut_records_the_activation_that_crosses_each_boundary_and_the_mean_per_unit():
+    """Blocks whose outputs hold 8, 16 and 2 floats a sample, on 3 samples: cut by parameters into [1, 2] (40 against
+    144 + 34 parameters), the boundary carries the first block's output, 3 x 8 x 4 bytes; a unit leaves 48 bytes at a
+    block boundary on average ((8 + 16) / 2 x 4)."""
+    model = nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 16), nn.Linear(16, 2))
+    chosen = choose_cut(model, "parameters", 2, torch.randn(3, 4))
+    assert chosen.sizes == [1, 2]
+    assert chosen.boundary_bytes == [3 * 8 * 4] and chosen.boundary_bytes_per_unit == 48
+    assert chosen.details()["boundary_bytes"] == [96]
 
 
 def test_the_first_block_is_timed_as_the_model_runs_it_without_its_input_s_gradient():
@@ -138,7 +149,7 @@ def test_blocks_timed_while_other_programs_took_the_cpu_are_timed_again_once(mon
     clock = itertools.count()
     monkeypatch.setattr(partition, "_forward_backward_seconds", lambda *args: float(next(clock)))
     model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))
-    times = partition.block_times(model, torch.randn(3, 4), repeats=1)
+    times = partition.block_times(model, torch.randn(3, 4), repeats=1).seconds
     assert len(seen) == timings
     # a round times each block once, the first round left out: block 0, block 1, then block 0, block 1 again
     assert times == ([6.0, 7.0] if timings == 2 else [2.0, 3.0]), "the last timing's medians (1 warm-up + 1 timed)"

@@ -52,6 +52,17 @@ def test_gpipe_of_equal_stages_takes_m_plus_s_minus_1_stage_times():
     assert uneven.step_s == pytest.approx(4 * 0.3 + 0.1), "m x slowest + the rest"
 
 
+def test_a_boundary_s_transfers_run_between_its_stages_exposed_and_bound_the_step_where_longest():
+    step = pipeline_step([0.1, 0.3], micro_batches=4, transfer_seconds=[0.05])
+    assert step.step_s == pytest.approx(4 * 0.3 + 0.1 + 0.05), "fill and drain cross the boundary once more"
+    assert step.compute_s == pytest.approx(4 * 0.3), "the stages' work is the same"
+    assert step.exposed_communication_s == pytest.approx(0.1 + 0.05)
+    slow_link = pipeline_step([0.1, 0.3], micro_batches=4, transfer_seconds=[0.5])
+    assert slow_link.step_s == pytest.approx(4 * 0.5 + 0.1 + 0.3), "a transfer longer than every stage sets the pace"
+    one = pipeline_step([0.1, 0.3], micro_batches=1, transfer_seconds=[0.05])
+    assert one.step_s == pytest.approx(0.45), "model_parallel: one stage, the transfers, the next, in turn"
+
+
 def test_ddp_hides_what_the_backward_outlasts_but_never_its_last_bucket():
     gradients = 1e9  # 0.1 s of all-reduce over 2 ranks at 10 GB/s, in 40 buckets of 25 MB (2 x 10 us latency each)
     everything = collective_seconds(LINK, "all_reduce", gradients, 2) + 39 * 2 * LINK.latency_s

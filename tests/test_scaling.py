@@ -116,3 +116,36 @@ def test_model_parallel_is_predicted_as_a_pipeline_of_one_micro_batch():
     parts = cells["single"].time_split_s
     assert checked.predicted_step_s == pytest.approx(0.03 + 0.05 + parts["input"] + parts["optimizer"])
     assert checked.predicted_exposed_communication_s == pytest.approx(0.03), "the first stage idles meanwhile"
+
+
+def test_model_parallel_on_devices_of_their_own_sends_each_boundary_s_activation_and_gradient_over_the_link():
+    """On a CPU's virtual devices the activation stays in the process's memory (the test above); on GPUs of their own
+    it crosses the link both ways: the probe's all-reduce link, 1e-4 s and 1 GB/s, for 1 MB."""
+    benchmark = summarize_cells(entries())
+    cells = benchmark.cells
+    details = {"cut": [3, 3], "stage_seconds": [0.03, 0.05], "boundary_bytes": [10**6]}
+    cells["model_parallel"] = cells["model_parallel"].model_copy(
+        update={"strategy_details": details, "devices_virtual": False}
+    )
+    (checked,) = [check for check in predict(benchmark, OPTIONS, PROBE).checks if check.cell == "model_parallel"]
+    parts = cells["single"].time_split_s
+    crossing = 2 * (1e-4 + 10**6 * 1e-9)
+    assert checked.predicted_step_s == pytest.approx(0.03 + 0.05 + crossing + parts["input"] + parts["optimizer"])
+
+
+def test_a_cut_model_is_predicted_on_at_most_one_device_per_block_its_boundaries_crossing_the_link():
+    benchmark = summarize_cells(entries())
+    cells = benchmark.cells
+    staged = {"cut": [3, 3], "stage_seconds": [0.03, 0.05], "micro_batches": 4, "boundary_bytes_per_unit": 1000.0}
+    cells["model_parallel"] = cells["model_parallel"].model_copy(update={"strategy_details": staged})
+    options = OPTIONS.model_copy(update={"devices": [4, 8]})
+    rows = {(row.strategy, row.devices): row for row in predict(benchmark, options, PROBE).predictions}
+    assert ("pipeline", 4) in rows and ("model_parallel", 4) in rows
+    assert ("pipeline", 8) not in rows and ("model_parallel", 8) not in rows, "6 blocks: no 8-stage cut"
+    assert ("ddp", 8) in rows
+    assert rows["pipeline", 4].link.startswith("pipeline stages, activations over measured: gloo")
+    no_cut = {
+        (row.strategy, row.devices): row for row in predict(summarize_cells(entries()), options, PROBE).predictions
+    }
+    assert rows["pipeline", 4].speedup < no_cut["pipeline", 4].speedup, "the transfers cost time"
+    assert "no transfers modelled" in no_cut["pipeline", 4].link

@@ -10,6 +10,7 @@ size / time, so busbw is what each link carried and compares across n.
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -39,11 +40,16 @@ class Links:
     reduce_scatter: Link
     copy_bytes_per_s: float = float("inf")  # a copy within a device's memory (bucketing); unknown: free
     shard_unit_s: float = 0.0  # what fully sharding one more block adds to a step, its bytes aside; unknown: free
+    send_recv: Link | None = None  # one message between two ranks (a cut model's activations); unknown: all_reduce's
 
     @classmethod
     def alike(cls, link: Link) -> "Links":
         """One link for every collective (a preset), copies left out."""
-        return cls(link, link, link)
+        return cls(link, link, link, send_recv=link)
+
+    def message_seconds(self, size_bytes: float) -> float:
+        """One message of `size_bytes` from one rank to another: over send_recv's link, or the all-reduce's."""
+        return collective_seconds(self.send_recv or self.all_reduce, "send_recv", size_bytes, 2)
 
 
 @dataclass(frozen=True)
@@ -212,11 +218,22 @@ def replicated_step(compute_s: float, parameter_bytes: float, link: Link, ranks:
     return StepPrediction(compute_s, 2 * one_way)
 
 
-def pipeline_step(stage_seconds: list[float], micro_batches: int) -> StepPrediction:
+def pipeline_step(
+    stage_seconds: list[float], micro_batches: int, transfer_seconds: Sequence[float] = ()
+) -> StepPrediction:
     """A pipeline's step at its schedule's bound (GPipe and 1F1B alike): compute and imbalance, with the bubble counted
-    as exposed (transfers between stages are not modelled: on one machine they are copies in memory)."""
+    as exposed. `transfer_seconds`, one per boundary between stages, is what one micro-batch's activation (forward) and
+    its gradient (backward) take to cross it: each boundary runs as a stage of its own between the two it joins (its
+    copies overlap the other stages' compute, as a copy stream or another process does), so transfers lengthen the
+    fill and the drain, and bound the step where one outlasts every stage; all of that is exposed too. None given: on
+    one machine's memory they are copies, not transfers."""
     bound = pipeline_bound(stage_seconds, micro_batches)
-    return StepPrediction(bound["compute"] + bound["imbalance"], bound["bubble"])
+    compute = bound["compute"] + bound["imbalance"]
+    if not transfer_seconds:
+        return StepPrediction(compute, bound["bubble"])
+    joined = [seconds for pair in zip(stage_seconds, [*transfer_seconds, 0.0], strict=True) for seconds in pair][:-1]
+    whole = sum(pipeline_bound(joined, micro_batches).values())
+    return StepPrediction(compute, whole - compute)
 
 
 def relative_error(predicted: float, measured: float) -> float:

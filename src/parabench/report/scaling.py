@@ -11,8 +11,9 @@ fsdp adds two all-gathers of the parameters and a reduce-scatter of the gradient
 collective, and the copies in and out around them. dp (CUDA only: it never runs on a CPU) adds a broadcast of the
 parameters from the first device and a reduce of the gradients onto it, both exposed. A distributed pipeline takes its
 schedule's bound over its stages' forward and backward seconds, timed one by one on one device (its
-`stage_seconds`), plus single's input and optimizer; model_parallel is that pipeline with one micro-batch, its stages
-one after another (on a CPU, one process on virtual devices). Each is compared with the cell's own median step.
+`stage_seconds`), and each boundary's activation and gradient over the probe's send/recv fit, plus single's input
+and optimizer; model_parallel is that pipeline with one micro-batch, its stages one after another (on a CPU, one
+process on virtual devices: nothing is sent). Each is compared with the cell's own median step.
 
 The extension. At N devices of their own (strong scaling: the global batch shared), one replica computes 1/N of single's
 step (dp: 1/N of its forward and backward, its input and optimizer whole on the first device, and only within one node,
@@ -63,8 +64,8 @@ STAGED = ("pipeline", "model_parallel")  # a cut model: predicted from its stage
 
 
 def measured_links(probe: Probe) -> Links | None:
-    """The links the probe fitted to the all-reduce, all-gather and reduce-scatter (a collective the backend could not
-    run takes the all-reduce's); None where the probe ran on one device."""
+    """The links the probe fitted to the all-reduce, all-gather, reduce-scatter and send/recv (a collective the backend
+    could not run takes the all-reduce's); None where the probe ran on one device."""
     if not isinstance(probe, Probed):
         return None
     fitted = {name: fit for name, fit in probe.collectives.items() if isinstance(fit, CollectiveFit)}
@@ -76,7 +77,9 @@ def measured_links(probe: Probe) -> Links | None:
         return Link(measured.latency_s, 1 / measured.bandwidth_bytes_per_s)
 
     copies = probe.copy_bytes_per_s or float("inf")
-    return Links(link("all_reduce"), link("all_gather"), link("reduce_scatter"), copies, probe.shard_unit_s)
+    return Links(
+        link("all_reduce"), link("all_gather"), link("reduce_scatter"), copies, probe.shard_unit_s, link("send_recv")
+    )
 
 
 def probe_rows(probe: Probe) -> list[dict[str, str]]:
@@ -164,16 +167,23 @@ def check(label: str, figures: CellFigures, predicted: StepPrediction) -> Predic
     )
 
 
-def pipelined(figures: CellFigures, single: CellFigures, model_parallel: bool) -> StepPrediction | None:
+def pipelined(
+    figures: CellFigures, single: CellFigures, model_parallel: bool, links: Links | None
+) -> StepPrediction | None:
     """A cut model's step: its schedule's bound over its stages' seconds (timed one by one on one device), plus single's
     input and optimizer. A distributed pipeline's schedule runs its micro-batches; model_parallel is a pipeline of one
-    micro-batch, its stages one after another. None for the in-process pipeline (one process's stages cannot overlap)
-    and for a cut without stage times."""
+    micro-batch, its stages one after another. Each boundary's activation and gradient cross the link as one message
+    each (`links`: the probe's send/recv fit), where the stages are processes or devices of their own; on a CPU's
+    virtual devices in one process they stay in its memory. None for the in-process pipeline (one process's stages
+    cannot overlap) and for a cut without stage times."""
     details = figures.strategy_details
     distributed = figures.processes > 1 and details.get("engine") == "distributed"
     if not details.get("stage_seconds") or not (distributed or model_parallel):
         return None
-    step = pipeline_step(details["stage_seconds"], details.get("micro_batches", 1) if distributed else 1)
+    transfers: list[float] = []
+    if links is not None and (distributed or not figures.devices_virtual):
+        transfers = [2 * links.message_seconds(size) for size in details.get("boundary_bytes", [])]
+    step = pipeline_step(details["stage_seconds"], details.get("micro_batches", 1) if distributed else 1, transfers)
     parts = single.time_split_s
     return StepPrediction(step.compute_s + parts["input"] + parts["optimizer"], step.exposed_communication_s)
 
@@ -189,7 +199,7 @@ def checked_cells(cells: dict[str, Cell], parameters: int, links: Links | None) 
         if label not in PREDICTED or not isinstance(figures, CellFigures) or figures.devices < 2:
             continue
         if label in STAGED:
-            predicted = pipelined(figures, single, label == "model_parallel")
+            predicted = pipelined(figures, single, label == "model_parallel", links)
             if predicted is None:
                 continue
         else:
@@ -233,7 +243,7 @@ def checked_sweep_cells(cells: list[SweepCell]) -> list[PredictionCheck]:
         return []
     checks = []
     for cell, figures in timed:
-        predicted = pipelined(figures, single, cell.curve == "model_parallel")
+        predicted = pipelined(figures, single, cell.curve == "model_parallel", None)
         if predicted is not None:
             label = cell.curve if cell.value is None else f"{cell.curve} {cell.value}"
             checks.append(check(label, figures, predicted))
@@ -243,25 +253,33 @@ def checked_sweep_cells(cells: list[SweepCell]) -> list[PredictionCheck]:
 def extended(
     single: CellFigures,
     parameters: int,
-    micro_batches: int,
+    staged: dict[str, Any],
     sharded_blocks: int,
     options: PredictOptions,
     probe: Probe,
 ) -> list[PredictedScaling]:
     """Each predicted strategy's speedup and efficiency over single at every count of predict.devices, on devices of
     their own, with the share of the step its exposed communication (or bubble) takes and the link it crosses (fsdp
-    over the benchmark's `sharded_blocks`; dp within one node only, its input and optimizer on the first device)."""
+    over the benchmark's `sharded_blocks`; dp within one node only, its input and optimizer on the first device). A
+    cut model (`staged`: what a benchmark cut reported) is cut into equal stages, at most one per block, each
+    boundary sending a micro-batch's activation of the cut's mean size per unit forward and its gradient back."""
     single_step, forward_backward = single.step_time_s.median, forward_backward_s(single)
     virtual = single.devices_virtual or (isinstance(probe, Probed) and probe.device == "cpu")
+    micro_batches = int(staged.get("micro_batches", 4))
+    blocks, per_unit = sum(staged.get("cut", [])), float(staged.get("boundary_bytes_per_unit", 0.0))
     rows = []
     for devices in options.devices:
         links, link_text, measured = link_at(devices, options, probe)
         for strategy in PREDICTED:
             if strategy in ONE_PROCESS and devices > options.devices_per_node:
                 continue
+            if strategy in STAGED and blocks and devices > blocks:
+                continue
             if strategy in STAGED:
                 each = micro_batches if strategy == "pipeline" else 1
-                bound = pipeline_step([forward_backward / devices / each] * devices, each)
+                crossing = 2 * links.message_seconds(per_unit * single.global_batch / each)
+                transfers = [crossing] * (devices - 1) if per_unit else []
+                bound = pipeline_step([forward_backward / devices / each] * devices, each, transfers)
                 step = StepPrediction(bound.compute_s + single_step - forward_backward, bound.exposed_communication_s)
             else:
                 divided = forward_backward if strategy in ONE_PROCESS else single_step
@@ -278,7 +296,13 @@ def extended(
                     speedup=speedup,
                     efficiency=speedup / devices,
                     exposed_share=step.exposed_communication_s / step.step_s,
-                    link=f"{strategy} stages (no transfers modelled)" if strategy in STAGED else link_text,
+                    link=(
+                        link_text
+                        if strategy not in STAGED
+                        else f"{strategy} stages, activations over {link_text}"
+                        if per_unit
+                        else f"{strategy} stages (no transfers modelled: no cut ran here)"
+                    ),
                     validated=measured and not virtual,
                 )
             )
@@ -333,7 +357,7 @@ def predict(benchmark: CellsSummary, options: PredictOptions, probe: Probe) -> P
     links = measured_links(probe)
     checks = checked_cells(cells, parameters, links)
     errors = [abs(check.error) for check in checks]
-    micro_batches = int(strategy_details(cells, "pipeline").get("micro_batches", 4))
+    staged = strategy_details(cells, "pipeline") or strategy_details(cells, "model_parallel")
     sharded_blocks = int(strategy_details(cells, "fsdp").get("sharded_blocks", 0))
     return PredictionResults(
         links=None
@@ -347,7 +371,7 @@ def predict(benchmark: CellsSummary, options: PredictOptions, probe: Probe) -> P
         median_abs_error=statistics.median(errors) if errors else None,
         max_abs_error=max(errors) if errors else None,
         within_goal=bool(checks) and all(check.within for check in checks) and statistics.median(errors) <= MEDIAN_GOAL,
-        predictions=extended(single, parameters, micro_batches, sharded_blocks, options, probe),
+        predictions=extended(single, parameters, staged, sharded_blocks, options, probe),
         bottleneck=bottleneck(single, parameters, options, probe),
         probe=probe,
     )

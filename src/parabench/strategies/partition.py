@@ -18,7 +18,7 @@ from parabench.runtime.load import CONTENDED_SHARE, mark, other_cpu_share
 
 log = logging.getLogger("parabench.partition")
 TIMING_REPEATS = 5
-_remembered: dict[tuple[object, ...], list[float]] | None = None  # see remembered_block_times
+_remembered: dict[tuple[object, ...], "BlockCosts"] | None = None  # see remembered_block_times
 
 
 def split_costs(costs: Sequence[float], n: int) -> list[int]:
@@ -53,6 +53,15 @@ def balance_by_parameters(model: nn.Sequential, n: int) -> list[int]:
     return split_costs([sum(p.numel() for p in block.parameters()) for block in model], n)
 
 
+@dataclass(frozen=True)
+class BlockCosts:
+    """Each block's median forward+backward seconds on a sample, and the bytes of each block's output but the last's
+    there: what a stage boundary after that block sends forward (and its gradient, as large, back)."""
+
+    seconds: list[float]
+    output_bytes: list[int]
+
+
 @contextlib.contextmanager
 def remembered_block_times() -> Iterator[None]:
     """Within it, block_times times a model (its blocks' kinds and parameter shapes) on a sample (its shape, device,
@@ -66,8 +75,9 @@ def remembered_block_times() -> Iterator[None]:
         _remembered = None
 
 
-def block_times(model: nn.Sequential, sample_inputs: Tensor, repeats: int = TIMING_REPEATS) -> list[float]:
-    """Median forward+backward seconds of each block on `sample_inputs`'s device, as torchgpipe measures them.
+def block_times(model: nn.Sequential, sample_inputs: Tensor, repeats: int = TIMING_REPEATS) -> BlockCosts:
+    """Median forward+backward seconds of each block on `sample_inputs`'s device, as torchgpipe measures them, and
+    the bytes each block's output holds there.
 
     Each block runs as a copy on that device, one block at a time (a sandbox: the model's weights,
     gradients and BatchNorm statistics are untouched), in 1 + `repeats` rounds of every block, the first left out;
@@ -85,26 +95,26 @@ def block_times(model: nn.Sequential, sample_inputs: Tensor, repeats: int = TIMI
     )
     if key not in _remembered:
         _remembered[key] = _measured_block_times(model, sample_inputs, repeats)
-    return list(_remembered[key])
+    return _remembered[key]
 
 
-def _measured_block_times(model: nn.Sequential, sample_inputs: Tensor, repeats: int) -> list[float]:
+def _measured_block_times(model: nn.Sequential, sample_inputs: Tensor, repeats: int) -> BlockCosts:
     """Each block's median forward+backward seconds, timed again once where other programs took more than
     CONTENDED_SHARE of the CPU meanwhile (as a benchmark run is: the cut and the prediction rest on these times)."""
-    medians, others = _timed_blocks(model, sample_inputs, repeats)
+    costs, others = _timed_blocks(model, sample_inputs, repeats)
     if others is not None and others > CONTENDED_SHARE:
         log.warning(
             "other programs took %.0f%% of the CPU while the blocks were timed: timing them again", 100 * others
         )
-        medians, _ = _timed_blocks(model, sample_inputs, repeats)
-    return medians
+        costs, _ = _timed_blocks(model, sample_inputs, repeats)
+    return costs
 
 
-def _timed_blocks(model: nn.Sequential, sample_inputs: Tensor, repeats: int) -> tuple[list[float], float | None]:
-    """Each block's median forward+backward seconds and the share of the CPU other programs took meanwhile (None where
-    /proc/stat cannot tell). The blocks are timed in rounds, every block once a round, the first round left out: a
-    slow spell (a core waking, memory first touched) falls on every block alike rather than on the first one timed,
-    as the benchmark's rounds interleave its cells."""
+def _timed_blocks(model: nn.Sequential, sample_inputs: Tensor, repeats: int) -> tuple[BlockCosts, float | None]:
+    """Each block's median forward+backward seconds and output bytes, and the share of the CPU other programs took
+    meanwhile (None where /proc/stat cannot tell). The blocks are timed in rounds, every block once a round, the first
+    round left out: a slow spell (a core waking, memory first touched) falls on every block alike rather than on the
+    first one timed, as the benchmark's rounds interleave its cells."""
     started = mark()
     sandboxes = [copy.deepcopy(block).to(sample_inputs.device) for block in model]
     inputs = [sample_inputs]  # each block's input: the previous block's output on the sample
@@ -125,7 +135,7 @@ def _timed_blocks(model: nn.Sequential, sample_inputs: Tensor, repeats: int) -> 
         ended.wall - started.wall,
         "an unknown share" if others is None else f"{others:.0%}",
     )
-    return medians, others
+    return BlockCosts(medians, [output.numel() * output.element_size() for output in inputs[1:]]), others
 
 
 def _forward_backward_seconds(block: nn.Module, inputs: Tensor, input_gradient: bool) -> float:
@@ -148,12 +158,16 @@ def _forward_backward_seconds(block: nn.Module, inputs: Tensor, input_gradient: 
 
 @dataclass(frozen=True)
 class StageCut:
-    """Blocks per stage, how they were chosen, and each stage's measured forward+backward seconds on the sample (one
-    micro-batch, or the whole batch where there are none) and share of their sum."""
+    """Blocks per stage, how they were chosen, each stage's measured forward+backward seconds on the sample (one
+    micro-batch, or the whole batch where there are none) and share of their sum, the bytes of the activation that
+    crosses each boundary between stages on that sample, and the mean bytes a unit of the sample (a sample or an
+    episode) leaves at a block boundary (what a cut into other stages would send)."""
 
     sizes: list[int]
     balance: str
     stage_seconds: list[float]
+    boundary_bytes: list[int]
+    boundary_bytes_per_unit: float
 
     @property
     def stage_time_share(self) -> list[float]:
@@ -167,6 +181,8 @@ class StageCut:
             "balance": self.balance,
             "stage_time_share": [round(share, 4) for share in self.stage_time_share],
             "stage_seconds": [round(seconds, 6) for seconds in self.stage_seconds],
+            "boundary_bytes": self.boundary_bytes,
+            "boundary_bytes_per_unit": round(self.boundary_bytes_per_unit, 1),
         }
 
 
@@ -174,18 +190,24 @@ def choose_cut(
     model: nn.Sequential, balance: str, stages: int, sample_inputs: Tensor, documented: Sequence[int] | None = None
 ) -> StageCut:
     """Cut by `balance` into `stages` stages, timing every block on the sample: `time` makes the slowest stage's
-    forward+backward time smallest, `parameters` the largest stage's parameter count, `seed` is the documented cut
+    forward+backward time smallest, `parameters` the largest stage's parameter count, `documented` is its source's cut
     (stage_devices.check_stages has checked that there is one, into `stages` stages)."""
-    times = block_times(model, sample_inputs)
+    costs = block_times(model, sample_inputs)
     if balance == "time":
-        sizes = split_costs(times, stages)
+        sizes = split_costs(costs.seconds, stages)
     elif balance == "parameters":
         sizes = balance_by_parameters(model, stages)
     else:
         assert documented is not None and len(documented) == stages, "checked by stage_devices.check_stages"
         sizes = list(documented)
     starts = list(accumulate(sizes, initial=0))
-    return StageCut(sizes, balance, [sum(times[start : start + size]) for start, size in zip(starts, sizes)])
+    return StageCut(
+        sizes,
+        balance,
+        [sum(costs.seconds[start : start + size]) for start, size in zip(starts, sizes)],
+        [costs.output_bytes[end - 1] for end in starts[1:-1]],
+        statistics.fmean(costs.output_bytes) / len(sample_inputs) if costs.output_bytes else 0.0,
+    )
 
 
 def cut(model: nn.Sequential, sizes: Sequence[int]) -> list[nn.Sequential]:
