@@ -19,7 +19,7 @@ from parabench.engine.training import build_trainer, epoch_batches, optimizer_st
 from parabench.models.torchvision_resnet18 import resnet18_blocks
 from parabench.runtime.process import Process
 from parabench.strategies import STRATEGIES
-from parabench.strategies.partition import block_times
+from parabench.strategies.partition import block_costs
 from parabench.workloads.hotdog import Hotdog, HotdogData, HotdogSettings
 from parabench.workloads.image_views import eval_views, normalized, train_views
 from tests.multiprocess import run_ranks
@@ -191,9 +191,9 @@ def test_the_model_is_torchvisions_and_every_block_can_be_timed_and_cut():
     reference.load_state_dict(model.state_dict())  # torchvision's keys, unchanged
     images = torch.randn(2, 3, SIZE, SIZE)
     assert torch.equal(model.eval()(images), reference.eval()(images))
-    assert len(block_times(model, images, repeats=1).seconds) == len(model) == 11
+    assert len(block_costs(model, images, repeats=1).seconds) == len(model) == 11
     model.relu.inplace = True  # torchvision's own stem: in place, which the first block of a stage must survive
-    assert len(block_times(model, images, repeats=1).seconds) == 11
+    assert len(block_costs(model, images, repeats=1).seconds) == 11
 
 
 def test_width_scales_every_stage_and_torchvisions_width_is_its_resnet18():

@@ -108,13 +108,13 @@ def test_a_warm_worker_times_a_model_on_a_sample_once_and_cuts_every_round_alike
 
     monkeypatch.setattr(partition, "_measured_block_times", fake_times)
     model, sample = make_model(), torch.rand(4, 1, 12, 12)
-    assert partition.block_times(model, sample) != partition.block_times(model, sample), "outside: timed each call"
+    assert partition.block_costs(model, sample) != partition.block_costs(model, sample), "outside: timed each call"
     with partition.remembered_block_times():
-        first = partition.block_times(model, sample)
-        assert partition.block_times(make_model(), torch.rand(4, 1, 12, 12)) == first, "the same model and sample"
-        assert partition.block_times(model, torch.rand(2, 1, 12, 12)) != first, "another sample shape: timed again"
+        first = partition.block_costs(model, sample)
+        assert partition.block_costs(make_model(), torch.rand(4, 1, 12, 12)) == first, "the same model and sample"
+        assert partition.block_costs(model, torch.rand(2, 1, 12, 12)) != first, "another sample shape: timed again"
     assert measured == [(4, 1, 12, 12)] * 3 + [(2, 1, 12, 12)]
-    assert partition.block_times(model, sample) != first, "after it: timed again"
+    assert partition.block_costs(model, sample) != first, "after it: timed again"
 
 
 def test_a_cut_records_the_activation_that_crosses_each_boundary_and_the_mean_per_unit():
@@ -135,7 +135,7 @@ def test_the_first_block_is_timed_as_the_model_runs_it_without_its_input_s_gradi
     needs = {0: set(), 1: set()}
     for index, block in enumerate(model):
         block.register_forward_pre_hook(lambda module, args, index=index: needs[index].add(args[0].requires_grad))
-    partition.block_times(model, torch.randn(3, 4), repeats=1)
+    partition.block_costs(model, torch.randn(3, 4), repeats=1)
     assert needs[0] == {False} and True in needs[1]
 
 
@@ -149,7 +149,7 @@ def test_blocks_timed_while_other_programs_took_the_cpu_are_timed_again_once(mon
     clock = itertools.count()
     monkeypatch.setattr(partition, "_forward_backward_seconds", lambda *args: float(next(clock)))
     model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))
-    times = partition.block_times(model, torch.randn(3, 4), repeats=1).seconds
+    times = partition.block_costs(model, torch.randn(3, 4), repeats=1).seconds
     assert len(seen) == timings
     # a round times each block once, the first round left out: block 0, block 1, then block 0, block 1 again
     assert times == ([6.0, 7.0] if timings == 2 else [2.0, 3.0]), "the last timing's medians (1 warm-up + 1 timed)"

@@ -64,7 +64,7 @@ class BlockCosts:
 
 @contextlib.contextmanager
 def remembered_block_times() -> Iterator[None]:
-    """Within it, block_times times a model (its blocks' kinds and parameter shapes) on a sample (its shape, device,
+    """Within it, block_costs times a model (its blocks' kinds and parameter shapes) on a sample (its shape, device,
     threads) once, and hands back the same times after: a warm benchmark worker cuts every round of a cell alike,
     and its later cells skip the timing (several forward and backward passes of the whole model each)."""
     global _remembered
@@ -75,7 +75,7 @@ def remembered_block_times() -> Iterator[None]:
         _remembered = None
 
 
-def block_times(model: nn.Sequential, sample_inputs: Tensor, repeats: int = TIMING_REPEATS) -> BlockCosts:
+def block_costs(model: nn.Sequential, sample_inputs: Tensor, repeats: int = TIMING_REPEATS) -> BlockCosts:
     """Median forward+backward seconds of each block on `sample_inputs`'s device, as torchgpipe measures them, and
     the bytes each block's output holds there.
 
@@ -192,7 +192,7 @@ def choose_cut(
     """Cut by `balance` into `stages` stages, timing every block on the sample: `time` makes the slowest stage's
     forward+backward time smallest, `parameters` the largest stage's parameter count, `documented` is its source's cut
     (stage_devices.check_stages has checked that there is one, into `stages` stages)."""
-    costs = block_times(model, sample_inputs)
+    costs = block_costs(model, sample_inputs)
     if balance == "time":
         sizes = split_costs(costs.seconds, stages)
     elif balance == "parameters":
