@@ -18,7 +18,7 @@ from torch.nn import functional as F
 from parabench.batch import Batch
 from parabench.config import load_params
 from parabench.engine import check
-from parabench.engine.check import check_all, slow_precision
+from parabench.engine.check import check_all, slow_precisions
 from parabench.engine.plan import make_plan
 from parabench.engine.training import Trainer, optimizer_step
 from parabench.errors import ConfigError
@@ -189,15 +189,17 @@ def probed(precision: str) -> float:
 
 
 def test_a_mixed_precision_whose_probe_step_is_slow_here_is_reported_with_its_factor(monkeypatch):
-    monkeypatch.setattr(check, "probe_step_seconds", probed)
-    slow = slow_precision("16-mixed") or ""
+    probes = []
+    monkeypatch.setattr(check, "probe_step_seconds", lambda precision: probes.append(precision) or probed(precision))
+    (slow,) = slow_precisions(["16-mixed", "bf16-mixed", "32"])
     assert "16-mixed" in slow and "50.0x" in slow and "torch.float16" in slow, slow
-    assert slow_precision("bf16-mixed") is None, "faster than float32: nothing to report"
+    assert slow_precisions(["bf16-mixed"]) == [], "faster than float32: nothing to report"
+    assert probes.count("32") == 2, "float32 timed once a check, not once a precision"
 
 
 def test_float32_is_never_probed(monkeypatch):
     monkeypatch.setattr(check, "probe_step_seconds", lambda precision: pytest.fail("probed"))
-    assert slow_precision("32") is None
+    assert slow_precisions(["32"]) == []
 
 
 def test_the_check_reports_a_slow_precision_of_the_run_or_of_a_sweep_cell(

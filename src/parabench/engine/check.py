@@ -6,6 +6,7 @@ outputs before running it, so a bad value caught here costs nothing the user had
 """
 
 import logging
+from collections.abc import Iterable
 from pathlib import Path
 
 import torch
@@ -29,21 +30,25 @@ log = logging.getLogger("parabench.check")
 SLOWER_THAN_32 = 1.25  # a mixed precision whose probe step takes longer than this times float32's is reported
 
 
-def slow_precision(precision: Precision) -> str | None:
-    """Why a mixed precision's steps on this CPU will measure slow kernels (its probe step took more than
-    SLOWER_THAN_32 times float32's), or None."""
-    if precision == "32":
-        return None
-    full, mixed = probe_step_seconds("32"), probe_step_seconds(precision)
-    if mixed <= SLOWER_THAN_32 * full:
-        return None
-    return (
-        f"precision: {precision} on this CPU ({cpu_model()}, torch's {torch.backends.cpu.get_cpu_capability()} "
-        f"kernels): a probe step (a convolution, BatchNorm and a linear layer, forward and backward) took "
-        f"{mixed / full:.1f}x its float32 time ({mixed * 1e3:.1f} ms against {full * 1e3:.1f} ms): torch has no fast "
-        f"{DTYPES[precision]} kernels for it here, so the steps at {precision} will measure that and take about that "
-        f"much longer; the runs go on"
-    )
+def slow_precisions(precisions: Iterable[Precision]) -> list[str]:
+    """Why each mixed precision among `precisions` will measure slow kernels on this CPU: its probe step took more
+    than SLOWER_THAN_32 times float32's (float32 probed once for them all, and not at all where none is mixed)."""
+    mixed = sorted(set(precisions) - {"32"})
+    if not mixed:
+        return []
+    full = probe_step_seconds("32")
+    reasons = []
+    for precision in mixed:
+        seconds = probe_step_seconds(precision)
+        if seconds > SLOWER_THAN_32 * full:
+            reasons.append(
+                f"precision: {precision} on this CPU ({cpu_model()}, torch's {torch.backends.cpu.get_cpu_capability()} "
+                f"kernels): a probe step (a convolution, BatchNorm and a linear layer, forward and backward) took "
+                f"{seconds / full:.1f}x its float32 time ({seconds * 1e3:.1f} ms against {full * 1e3:.1f} ms): torch "
+                f"has no fast {DTYPES[precision]} kernels for it here, so the steps at {precision} will measure that "
+                f"and take about that much longer; the runs go on"
+            )
+    return reasons
 
 
 def check_all(params: Params) -> list[str]:
@@ -71,8 +76,9 @@ def check_all(params: Params) -> list[str]:
         for _, entry in plan_sweep(raw, sweep, params.scale)
     ]
     if machine.accelerator == "cpu":
-        precisions = {plan.setup.precision for plan in [*runs, *(entry.plan for _, entry in planned)] if plan}
-        for slow in filter(None, map(slow_precision, sorted(precisions))):
+        for slow in slow_precisions(
+            plan.setup.precision for plan in [*runs, *(entry.plan for _, entry in planned)] if plan
+        ):
             log.warning(slow)
     return [f"{stage}: {entry.cell.label}: {entry.skipped_reason}" for stage, entry in planned if entry.plan is None]
 

@@ -212,10 +212,10 @@ def measurement_flags(cells: dict[str, Cell], floor: float | None) -> dict[str, 
     work plus its wrapper's cannot take less). A one-rank data-parallel cell slower than single is an answer: what
     the wrapper costs (on one GPU, ddp's hooks and a one-rank all-reduce, fsdp's per-block gathers)."""
     flags = {}
+    beyond = f"beyond the noise floor{f' of {floor:.1%}' if floor is not None else ''}"
     for label, figures in cells.items():
         if not isinstance(figures, CellFigures) or label in NOT_STRATEGIES:
             continue
-        beyond = f"beyond the noise floor{f' of {floor:.1%}' if floor is not None else ''}"
         if figures.efficiency_vs_ceiling_verdict == "faster" and figures.efficiency_vs_ceiling_ci95:
             low, high = figures.efficiency_vs_ceiling_ci95
             flags[label] = (
