@@ -44,6 +44,9 @@ def test_the_first_failure_is_named_not_the_ranks_torchrun_stopped_after_it():
         "train@x", 1, TORCHRUN_SUMMARY.format(exitcode="1 (pid: 4344)"), last_step="epoch 2 of 3, step 5 of 64"
     )
     assert "rank 3 (local rank 1) on host node-b exited with status 1 first" in failed
+    # torch 2.11's summary names the signal only on its traceback line: the negative exit code still says which
+    older = TORCHRUN_SUMMARY.format(exitcode="-9 (pid: 4344)\n  traceback : Signal 9 (SIGKILL) received by PID 4344")
+    assert "rank 3 (local rank 1) on host node-b was killed by SIGKILL first" in failure_message("train@x", 1, older)
     assert "the last step rank 0 finished: epoch 2 of 3, step 5 of 64" in failed
 
 

@@ -2,6 +2,7 @@
 rank 0 noted, with what to do."""
 
 import re
+import signal
 from dataclasses import dataclass
 
 ROOT_CAUSE = re.compile(
@@ -103,12 +104,20 @@ def failure_message(
         )
     if cause is None:
         return f"the worker(s) of {what} exited with status {status}{where}; their messages are above."
-    how = f"was killed by {cause['signal']}" if cause["signal"] else f"exited with status {cause['exitcode']}"
+    how = worker_end(int(cause["exitcode"]), cause["signal"])
     return (
         f"the worker(s) of {what} failed: rank {cause['rank']} (local rank {cause['local_rank']}) on host "
         f"{cause['host']} {how} first, and torchrun stopped the others{where}\nTheir messages are above. Run "
         "again to resume from the last epoch checkpoint."
     )
+
+
+def worker_end(exitcode: int, signal_name: str | None) -> str:
+    """How a worker ended: the signal torchrun named, or the one a negative exit code stands for (torch 2.11 names it
+    only on the summary's traceback line), or its exit status."""
+    if signal_name is None and exitcode < 0:
+        signal_name = signal.Signals(-exitcode).name if -exitcode in signal.valid_signals() else None
+    return f"was killed by {signal_name}" if signal_name else f"exited with status {exitcode}"
 
 
 def timeout_message(what: str, timeout: CollectiveTimeout, where: str, killed: bool) -> str:
