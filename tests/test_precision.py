@@ -1,6 +1,6 @@
 """Mixed precision (params.yaml `precision`): the forward really computes in the dtype, the backward outside autocast,
-fp16's loss scaler steps the optimiser, the data-parallel strategies equal `single` at the same precision on 2 gloo
-ranks, and the rules that refuse a combination name it.
+fp16's loss scaler steps the optimiser (and under fsdp skips an overflowing step on every rank), the data-parallel
+strategies equal `single` at the same precision on 2 gloo ranks, and the rules that refuse a combination name it.
 
 Tolerance for the 2-rank comparison: bf16 rounds every matmul's output to 8 bits of mantissa, and a replica's half
 batch may take other kernels than the whole one, so the updates (parameters after one SGD step minus before) agree
@@ -151,17 +151,62 @@ def test_data_parallel_strategies_at_bf16_equal_single_at_bf16(tmp_path):
     assert_same_update(states["fsdp training"], states["ddp training"], "fsdp (training mode) against ddp")
 
 
-@pytest.mark.parametrize(("strategy", "engine"), [("fsdp", "inprocess"), ("pipeline", "distributed")])
-def test_fp16_refuses_strategies_whose_gradients_are_split_across_processes(
-    base_params, write_params, strategy, engine
-):
-    base_params.update(precision="16-mixed", strategy=strategy)
+def overflowed_fsdp_rank(rank: int, world_size: int, out: Path, sharding: str) -> None:
+    """One fp16 step of fsdp through the training loop's optimizer_step, an inf put in rank 1's shard of the first
+    weight's gradient between the backward and the update: what each rank saw and kept."""
+    torch.set_num_threads(1)
+    images, labels = make_data()
+    setup = cpu_setup(devices=world_size).model_copy(update={"precision": "16-mixed"})
+    setup = setup.model_copy(update={"fsdp": setup.fsdp.model_copy(update={"sharding": sharding})})
+    parallel = fsdp.STRATEGY.apply(make_model(), Process(rank, rank, world_size, torch.device("cpu")), setup)
+    optimizer = torch.optim.SGD(parallel.module.parameters(), lr=LR)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**8)
+    first = next(iter(parallel.module.parameters()))
+    before = [parameter.to_local().clone() for parameter in parallel.module.parameters()]
+    own_gradients_finite: list[bool] = []
+
+    def poison(phase: str) -> None:
+        if phase != "forward_backward":
+            return
+        with torch.no_grad():
+            if rank == 1:
+                first.grad.to_local().view(-1)[0] = float("inf")
+            local = [parameter.grad.to_local() for parameter in parallel.module.parameters()]
+            own_gradients_finite.append(all(bool(torch.isfinite(gradient).all()) for gradient in local))
+
+    mine = first_batch(parallel.shard_index, parallel.shard_count)
+    trainer = Trainer(parallel, optimizer, None, scaler=scaler)
+    optimizer_step(trainer, PlainData(), Batch(images[mine], labels[mine]), mark=poison)
+    kept = all(torch.equal(old, parameter.to_local()) for old, parameter in zip(before, parallel.module.parameters()))
+    torch.save({"own_finite": own_gradients_finite, "kept": kept, "scale": scaler.get_scale()}, out / f"{rank}.pt")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sharding", ["full", "grad_op"])
+def test_fp16_under_fsdp_skips_the_step_on_every_rank_when_one_rank_s_shard_overflows(tmp_path, sharding):
+    """FSDP2's gradients are DTensor shards, and torch reduces GradScaler's overflow check over the mesh: rank 0's own
+    shard is finite, yet it skips the step with rank 1 and halves its scale alike (were the check local, it would
+    step and the replicas would part)."""
+    run_ranks(WORLD, overflowed_fsdp_rank, tmp_path, sharding)
+    seen = [torch.load(tmp_path / f"{rank}.pt") for rank in range(WORLD)]
+    assert seen[0]["own_finite"] == [True] and seen[1]["own_finite"] == [False]
+    assert [rank["kept"] for rank in seen] == [True, True], "an overflow skips the update on every rank"
+    assert [rank["scale"] for rank in seen] == [2.0**7, 2.0**7], "and backs the scale off on every rank"
+
+
+def test_fp16_plans_under_fsdp(base_params, write_params):
+    base_params.update(precision="16-mixed", strategy="fsdp")
     base_params["hardware"].update(devices=2)
-    base_params["pipeline"]["engine"] = engine
+    plan = make_plan(load_params(write_params(base_params)), "fashion_mnist", "train")
+    assert plan.describe().precision == "16-mixed"
+
+
+def test_fp16_refuses_the_distributed_pipeline_whose_ranks_each_hold_one_stage_s_gradients(base_params, write_params):
+    base_params.update(precision="16-mixed", strategy="pipeline")
+    base_params["hardware"].update(devices=2)
+    base_params["pipeline"]["engine"] = "distributed"
     params = load_params(write_params(base_params))
-    with pytest.raises(
-        ConfigError, match=rf"precision: 16-mixed does not compose with strategy {strategy}.*bf16-mixed"
-    ):
+    with pytest.raises(ConfigError, match=r"precision: 16-mixed does not compose with strategy pipeline.*bf16-mixed"):
         make_plan(params, "fashion_mnist", "train")
 
 

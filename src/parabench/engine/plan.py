@@ -252,11 +252,11 @@ def check_compile(strategy: Strategy, machine: Machine) -> None:
 
 def check_precision(strategy: Strategy, setup: StrategySetup) -> None:
     """fp16's loss scaler skips a step when a gradient overflows: every process must see the same overflow, so it
-    composes only with strategies whose processes each hold whole gradients (`Strategy.whole_gradients`)."""
-    if setup.precision == "16-mixed" and not strategy.whole_gradients(setup):
+    composes only with strategies whose processes all see it (`Strategy.overflow_seen_by_all`)."""
+    if setup.precision == "16-mixed" and not strategy.overflow_seen_by_all(setup):
         raise ConfigError(
-            f"precision: 16-mixed does not compose with strategy {strategy.name} here: its gradients are split "
-            f"across processes, so one process's overflow would skip the step on it alone; use precision: bf16-mixed "
+            f"precision: 16-mixed does not compose with strategy {strategy.name} here: each process holds only its "
+            f"stage's gradients, so one process's overflow would skip the step on it alone; use precision: bf16-mixed "
             f"(no loss scaling needed)"
         )
 

@@ -107,8 +107,10 @@ class Strategy:
     multiplies the batch by their number; strong scaling needs the batch to divide among them).
     check(setup, global_batch): raise StrategyUnavailable or ConfigError before any heavy work.
     accumulates: whether its step can be cut into micro-steps for gradient accumulation (params.yaml `accumulate`).
-    whole_gradients(setup): whether each process holds whole gradients (every replica the same, or one process), so
-    that fp16's loss scaler skips an overflowing step on every process alike (params.yaml `precision: 16-mixed`).
+    overflow_seen_by_all(setup): whether fp16's loss scaler on every process sees a gradient overflow on any
+    (params.yaml `precision: 16-mixed`), so that all skip that step alike: each process holds whole gradients
+    (replicas summed by an all-reduce, which spreads an inf to all), or FSDP2's DTensor shards, whose overflow check
+    torch reduces over the mesh.
     options: the strategies' params.yaml sections this one reads (`partition`, `pipeline`, `fsdp`); they are part of
     its runs' identity, so a run whose strategy ignores them keeps its checkpoint when they change.
     """
@@ -122,7 +124,7 @@ class Strategy:
     check: Callable[[StrategySetup, int], None] = _runs_anywhere
     devices_per_node: Callable[[StrategySetup], int] | None = None
     accumulates: bool = True
-    whole_gradients: Callable[[StrategySetup], bool] = lambda setup: True
+    overflow_seen_by_all: Callable[[StrategySetup], bool] = lambda setup: True
     options: tuple[str, ...] = ()
 
     def processes(self, setup: StrategySetup) -> int:

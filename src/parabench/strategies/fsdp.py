@@ -73,6 +73,5 @@ STRATEGY = replica_per_device(
     "FullyShardedDataParallel (FSDP2): one process per device, parameters sharded across processes, "
     "gathered per block for compute",
     apply,
-    whole_gradients=False,  # each process keeps its shard of the gradients
     options=("fsdp",),
 )

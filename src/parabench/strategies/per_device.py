@@ -14,11 +14,10 @@ def replica_per_device(
     name: str,
     summary: str,
     apply: Callable[[nn.Module, Process, StrategySetup], Parallelized],
-    whole_gradients: bool = True,
     options: tuple[str, ...] = (),
 ) -> Strategy:
-    """A data-parallel strategy with one replica process per device (hardware.devices per node); `whole_gradients`
-    false where each replica keeps a shard of the gradients; `options`, the params.yaml sections it reads."""
+    """A data-parallel strategy with one replica process per device (hardware.devices per node); `options`, the
+    params.yaml sections it reads."""
     return Strategy(
         name=name,
         summary=summary,
@@ -26,7 +25,6 @@ def replica_per_device(
         distributed=lambda setup: True,
         processes_per_node=lambda setup: setup.machine.devices,
         data_parallel=True,
-        whole_gradients=lambda setup: whole_gradients,
         options=options,
     )
 
