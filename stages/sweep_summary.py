@@ -6,8 +6,11 @@ from parabench.cli import stage_main
 from parabench.config import load_params
 from parabench.engine.cells import read_cell_runs, sweep_cells
 from parabench.errors import ConfigError
-from parabench.paths import results_file
+from parabench.io import read_json
+from parabench.paths import PROBE_FILE, results_file
+from parabench.records import probe_record
 from parabench.report.benchmark import summarize_cells
+from parabench.report.scaling import measured_links
 from parabench.report.sweep import write_sweep
 
 
@@ -34,6 +37,7 @@ def main() -> None:
         [figures[cell.label] for cell in cells],
         measured.stage,
         measured.environment,
+        measured_links(probe_record(read_json(PROBE_FILE))),
     )
 
 

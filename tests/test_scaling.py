@@ -83,7 +83,7 @@ def test_each_collective_crosses_the_probe_s_own_fit_or_the_all_reduce_s():
 def test_a_sweep_s_distributed_pipeline_cells_are_predicted_from_their_stages_and_single():
     figures = summarize_cells(entries()).cells["single"]
     single = figures.model_copy(update={"time_split_s": {"input": 0.01, "optimizer": 0.02}})
-    staged = {"engine": "distributed", "stage_seconds": [0.1, 0.3], "micro_batches": 4}
+    staged = {"engine": "distributed", "stage_seconds": [0.1, 0.3], "micro_batches": 4, "boundary_bytes": [1_000_000]}
     steps = figures.step_time_s.model_copy(update={"median": 1.5})
     gpipe = figures.model_copy(
         update={
@@ -100,9 +100,13 @@ def test_a_sweep_s_distributed_pipeline_cells_are_predicted_from_their_stages_an
         SweepCell(curve="gpipe", value=2, figures=gpipe),
         SweepCell(curve="inprocess", value=2, figures=inprocess),
     ]
-    (only,) = checked_sweep_cells(cells)
+    (only,) = checked_sweep_cells(cells, None)
     assert only.cell == "gpipe 2" and only.predicted_step_s == pytest.approx(4 * 0.3 + 0.1 + 0.03)
     assert only.error == pytest.approx(1.33 / 1.5 - 1) and only.within is True
+    # with the probe's link (1e-4 s, 1 GB/s), each micro-batch's 1 MB activation and its gradient cross the boundary
+    # as the benchmark's checks send them: a third stage of 2 x 1.1 ms between the two, off the 0.3 s bottleneck
+    (sent,) = checked_sweep_cells(cells, Links.alike(Link(1e-4, 1e-9)))
+    assert sent.predicted_step_s == pytest.approx(4 * 0.3 + 0.1 + 0.03 + 2 * 1.1e-3)
 
 
 def test_model_parallel_is_predicted_as_a_pipeline_of_one_micro_batch():

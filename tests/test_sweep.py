@@ -147,7 +147,7 @@ def test_a_sweep_writes_each_curve_and_picks_its_fastest_value(base_params, writ
         ran(1.6, 1.5, 1.7, distributed),
     ]
     monkeypatch.chdir(tmp_path)
-    write_sweep("toy", sweep, "quick", points, results, StageTime(), machine_identity())
+    write_sweep("toy", sweep, "quick", points, results, StageTime(), machine_identity(), None)
 
     gpipe = pd.read_csv(tmp_path / "plots/sweep/toy/gpipe.csv")
     assert list(gpipe.columns) == [
@@ -187,6 +187,7 @@ def test_an_inprocess_curve_on_the_cpu_says_its_stages_cannot_overlap(base_param
         [ran(1.0, 0.9, 1.1), ran(2.0, 1.9, 2.1, inprocess)],
         StageTime(),
         machine_identity(),
+        None,
     )
     curve = json.loads((tmp_path / "results/sweep/toy.json").read_text())["curves"]["inprocess"]
     assert "cannot overlap" in curve["note"] and curve["speedup"] == 0.5
@@ -209,6 +210,7 @@ def test_a_sweep_that_cannot_run_on_this_hardware_records_why_and_still_writes_i
         [ran(1.0, 0.9, 1.1), reason, reason],
         StageTime(),
         machine_identity(),
+        None,
     )
     assert json.loads((tmp_path / "metrics/sweep/toy/inprocess.json").read_text()) == {"status": "skipped"}
     assert pd.read_csv(tmp_path / "plots/sweep/toy/inprocess.csv").empty

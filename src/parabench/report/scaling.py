@@ -234,16 +234,17 @@ def check_row(check: PredictionCheck) -> dict[str, str]:
     }
 
 
-def checked_sweep_cells(cells: list[SweepCell]) -> list[PredictionCheck]:
+def checked_sweep_cells(cells: list[SweepCell], links: Links | None) -> list[PredictionCheck]:
     """Predicted against measured, for every distributed pipeline cell of a sweep and its model_parallel line (against
-    its `single` line)."""
+    its `single` line), the activations between stages crossing `links` (the probe's, or None) as in the benchmark's
+    checks."""
     timed = [(cell, cell.figures) for cell in cells if isinstance(cell.figures, CellFigures)]
     single = next((figures for cell, figures in timed if cell.curve == "single"), None)
     if single is None:
         return []
     checks = []
     for cell, figures in timed:
-        predicted = pipelined(figures, single, cell.curve == "model_parallel", None)
+        predicted = pipelined(figures, single, cell.curve == "model_parallel", links)
         if predicted is not None:
             label = cell.curve if cell.value is None else f"{cell.curve} {cell.value}"
             checks.append(check(label, figures, predicted))

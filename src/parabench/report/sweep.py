@@ -13,6 +13,7 @@ from parabench.config import Sweep
 from parabench.engine.cells import REFERENCE_LINES, StageTime, SweepPoint
 from parabench.io import write_atomic, write_json
 from parabench.paths import results_file, sweep_figure_file, sweep_metrics_dir, sweep_table_dir
+from parabench.prediction import Links
 from parabench.records import (
     Cell,
     CellFigures,
@@ -131,10 +132,12 @@ def write_sweep(
     results: list[Cell],
     stage: StageTime,
     environment: dict[str, Any],
+    links: Links | None,
 ) -> None:
     """Every output of a sweep, from its cells' figures (report.benchmark.summarize_cells, one per point): a CSV and
     a metrics JSON per curve, the figure, and the full results (with where the stage's time went, on `environment`,
-    the machine that timed it, and the scaling prediction checked at its distributed pipeline cells)."""
+    the machine that timed it, and the scaling prediction checked at its distributed pipeline cells, their stages'
+    activations crossing `links`, the probe's)."""
     cells = [
         SweepCell(curve=point.curve, value=point.value, figures=figures)
         for point, figures in zip(points, results, strict=True)
@@ -173,7 +176,7 @@ def write_sweep(
         skipped=skipped,
         stage=stage.shares(),
         cells=cells,
-        prediction_checks=checked_sweep_cells(cells),
+        prediction_checks=checked_sweep_cells(cells, links),
     )
     write_json(results_file("sweep", name), results_record.model_dump(mode="json"))
     for curve, summary in summaries.items():
