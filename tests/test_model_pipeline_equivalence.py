@@ -96,8 +96,9 @@ def test_model_parallel_equals_single(balance):
     shares, seconds = parallel.details.pop("stage_time_share"), parallel.details.pop("stage_seconds")
     assert len(shares) == STAGES and sum(shares) == pytest.approx(1, abs=1e-3) and min(shares) > 0
     assert len(seconds) == STAGES and min(seconds) > 0
-    boundary, per_unit = parallel.details.pop("boundary_bytes"), parallel.details.pop("boundary_bytes_per_unit")
-    assert len(boundary) == STAGES - 1 and min(boundary) > 0 and per_unit > 0
+    boundary, leaves = parallel.details.pop("boundary_bytes"), parallel.details.pop("block_output_bytes_per_unit")
+    assert len(boundary) == STAGES - 1 and min(boundary) > 0 and len(leaves) == len(make_model()) - 1
+    assert len(parallel.details.pop("block_seconds")) == len(make_model())
     assert parallel.details == {
         "stages": STAGES,
         "cut": parallel.module.sizes,
@@ -116,7 +117,8 @@ def test_pipeline_inprocess_equals_single_with_frozen_batchnorm(split_size, bala
     torch.testing.assert_close(loss, single_loss, rtol=RTOL, atol=ATOL)
     assert_same(gradients, single_gradients)
     assert len(parallel.details.pop("stage_time_share")) == len(parallel.details.pop("stage_seconds")) == STAGES
-    assert len(parallel.details.pop("boundary_bytes")) == STAGES - 1 and parallel.details.pop("boundary_bytes_per_unit")
+    assert len(parallel.details.pop("boundary_bytes")) == STAGES - 1 and parallel.details.pop("block_seconds")
+    assert parallel.details.pop("block_output_bytes_per_unit")
     assert parallel.details == {
         "engine": "inprocess",
         "split_size": split_size,

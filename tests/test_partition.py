@@ -117,14 +117,17 @@ def test_a_warm_worker_times_a_model_on_a_sample_once_and_cuts_every_round_alike
     assert partition.block_costs(model, sample) != first, "after it: timed again"
 
 
-def test_a_cut_records_the_activation_that_crosses_each_boundary_and_the_mean_per_unit():
+def test_a_cut_records_the_activation_that_crosses_each_boundary_and_what_each_block_takes_and_leaves():
     """Blocks whose outputs hold 8, 16 and 2 floats a sample, on 3 samples: cut by parameters into [1, 2] (40 against
-    144 + 34 parameters), the boundary carries the first block's output, 3 x 8 x 4 bytes; a unit leaves 48 bytes at a
-    block boundary on average ((8 + 16) / 2 x 4)."""
+    144 + 34 parameters), the boundary carries the first block's output, 3 x 8 x 4 bytes; a unit leaves 32 and 64
+    bytes after the first two blocks, and every block's seconds are recorded (what a cut into other stages would
+    take)."""
     model = nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 16), nn.Linear(16, 2))
     chosen = choose_cut(model, "parameters", 2, torch.randn(3, 4))
     assert chosen.sizes == [1, 2]
-    assert chosen.boundary_bytes == [3 * 8 * 4] and chosen.boundary_bytes_per_unit == 48
+    assert chosen.boundary_bytes == [3 * 8 * 4] and chosen.block_output_bytes_per_unit == [32, 64]
+    assert len(chosen.block_seconds) == 3 and min(chosen.block_seconds) > 0
+    assert chosen.stage_seconds == [chosen.block_seconds[0], sum(chosen.block_seconds[1:])]
     assert chosen.details()["boundary_bytes"] == [96]
 
 

@@ -7,7 +7,7 @@ from parabench.config import PredictOptions
 from parabench.prediction import PRESETS, Link, Links, collective_seconds
 from parabench.records import CollectiveFit, Probed, SkippedCollective, SweepCell
 from parabench.report.benchmark import summarize_cells
-from parabench.report.scaling import checked_sweep_cells, compact, link_at, measured_links, predict
+from parabench.report.scaling import checked_sweep_cells, compact, cut_at, link_at, measured_links, predict
 from tests.test_benchmark_report import entries
 
 ALL_REDUCE = CollectiveFit(status="ran", latency_s=1e-4, bandwidth_bytes_per_s=1e9, points=[])
@@ -140,7 +140,13 @@ def test_model_parallel_on_devices_of_their_own_sends_each_boundary_s_activation
 def test_a_cut_model_is_predicted_on_at_most_one_device_per_block_its_boundaries_crossing_the_link():
     benchmark = summarize_cells(entries())
     cells = benchmark.cells
-    staged = {"cut": [3, 3], "stage_seconds": [0.03, 0.05], "micro_batches": 4, "boundary_bytes_per_unit": 1000.0}
+    staged = {
+        "cut": [3, 3],
+        "stage_seconds": [0.03, 0.05],
+        "micro_batches": 4,
+        "block_seconds": [0.01] * 6,
+        "block_output_bytes_per_unit": [1000.0] * 5,
+    }
     cells["model_parallel"] = cells["model_parallel"].model_copy(update={"strategy_details": staged})
     options = OPTIONS.model_copy(update={"devices": [4, 8]})
     rows = {(row.strategy, row.devices): row for row in predict(benchmark, options, PROBE).predictions}
@@ -153,3 +159,28 @@ def test_a_cut_model_is_predicted_on_at_most_one_device_per_block_its_boundaries
     }
     assert rows["pipeline", 4].speedup < no_cut["pipeline", 4].speedup, "the transfers cost time"
     assert "no transfers modelled" in no_cut["pipeline", 4].link
+
+
+def test_a_cut_at_more_devices_balances_the_measured_blocks_by_time_and_sends_what_each_boundary_block_leaves():
+    """Blocks of 4, 1, 1, 1 and 1 ms: 2 stages split them 4 | 4; 3 stages cannot do better than the first block
+    alone (the DP cuts 4 | 1 | 3), so the first stage sets the pace (half the work, not a third), and each boundary
+    sends what its last block leaves."""
+    staged = {"block_seconds": [4.0, 1.0, 1.0, 1.0, 1.0], "block_output_bytes_per_unit": [10.0, 20.0, 30.0, 40.0]}
+    assert cut_at(2, staged, 8) == ([0.5, 0.5], [80.0])
+    assert cut_at(3, staged, 8) == ([0.5, 0.125, 0.375], [80.0, 160.0])
+    assert cut_at(3, {}, 8) == ([1 / 3] * 3, []), "no cut ran here: equal stages, nothing sent"
+
+
+def test_unequal_blocks_predict_a_slower_pipeline_than_equal_ones():
+    benchmark = summarize_cells(entries())
+    options = OPTIONS.model_copy(update={"devices": [3]})
+
+    def pipeline_speedup(block_seconds: list[float]) -> float:
+        staged = {"cut": [3, 3], "stage_seconds": [0.03, 0.05], "micro_batches": 4, "block_seconds": block_seconds}
+        staged["block_output_bytes_per_unit"] = [0.0] * 5
+        cells = dict(benchmark.cells)
+        cells["model_parallel"] = cells["model_parallel"].model_copy(update={"strategy_details": staged})
+        rows = predict(benchmark.model_copy(update={"cells": cells}), options, PROBE).predictions
+        return next(row.speedup for row in rows if row.strategy == "pipeline")
+
+    assert pipeline_speedup([0.04, 0.01, 0.01, 0.01, 0.01, 0.01]) < pipeline_speedup([0.015] * 6)

@@ -23,6 +23,7 @@ or devices of their own where this machine's were virtual) says so: `validated` 
 """
 
 import statistics
+from itertools import accumulate
 from typing import Any
 
 from parabench.config import PredictOptions
@@ -53,6 +54,7 @@ from parabench.records import (
     SweepCell,
     ran,
 )
+from parabench.strategies.partition import split_costs
 
 GRADIENT_BYTES_PER_PARAMETER = 4  # float32
 DDP_BUCKET_BYTES = 25 * 2**20  # DistributedDataParallel's default bucket_cap_mb
@@ -262,12 +264,12 @@ def extended(
     """Each predicted strategy's speedup and efficiency over single at every count of predict.devices, on devices of
     their own, with the share of the step its exposed communication (or bubble) takes and the link it crosses (fsdp
     over the benchmark's `sharded_blocks`; dp within one node only, its input and optimizer on the first device). A
-    cut model (`staged`: what a benchmark cut reported) is cut into equal stages, at most one per block, each
-    boundary sending a micro-batch's activation of the cut's mean size per unit forward and its gradient back."""
+    cut model is cut as `cut_at` says, at most one stage per block, each boundary sending a micro-batch's activation
+    forward and its gradient back."""
     single_step, forward_backward = single.step_time_s.median, forward_backward_s(single)
     virtual = single.devices_virtual or (isinstance(probe, Probed) and probe.device == "cpu")
     micro_batches = int(staged.get("micro_batches", 4))
-    blocks, per_unit = sum(staged.get("cut", [])), float(staged.get("boundary_bytes_per_unit", 0.0))
+    blocks, timed_blocks = sum(staged.get("cut", [])), bool(staged.get("block_seconds"))
     rows = []
     for devices in options.devices:
         links, link_text, measured = link_at(devices, options, probe)
@@ -278,9 +280,9 @@ def extended(
                 continue
             if strategy in STAGED:
                 each = micro_batches if strategy == "pipeline" else 1
-                crossing = 2 * links.message_seconds(per_unit * single.global_batch / each)
-                transfers = [crossing] * (devices - 1) if per_unit else []
-                bound = pipeline_step([forward_backward / devices / each] * devices, each, transfers)
+                shares, sent = cut_at(devices, staged, single.global_batch / each)
+                transfers = [2 * links.message_seconds(size) for size in sent]
+                bound = pipeline_step([forward_backward * share / each for share in shares], each, transfers)
                 step = StepPrediction(bound.compute_s + single_step - forward_backward, bound.exposed_communication_s)
             else:
                 divided = forward_backward if strategy in ONE_PROCESS else single_step
@@ -301,13 +303,26 @@ def extended(
                         link_text
                         if strategy not in STAGED
                         else f"{strategy} stages, activations over {link_text}"
-                        if per_unit
-                        else f"{strategy} stages (no transfers modelled: no cut ran here)"
+                        if timed_blocks
+                        else f"{strategy} stages (equal, no transfers modelled: no cut ran here)"
                     ),
                     validated=measured and not virtual,
                 )
             )
     return rows
+
+
+def cut_at(stages: int, staged: dict[str, Any], units: float) -> tuple[list[float], list[float]]:
+    """A cut model at `stages` stages: each stage's share of the forward and backward, and the bytes a micro-batch of
+    `units` sends across each boundary; cut as `partition.balance: time` would cut the benchmark's blocks (their
+    seconds and the bytes each leaves per unit, timed by its cut: `staged`), or into equal shares sending nothing
+    where no cut ran here."""
+    seconds, leaves = staged.get("block_seconds"), staged.get("block_output_bytes_per_unit", [])
+    if not seconds:
+        return [1 / stages] * stages, []
+    ends = list(accumulate(split_costs(seconds, stages)))
+    shares = [sum(seconds[start:end]) / sum(seconds) for start, end in zip([0, *ends], ends)]
+    return shares, [leaves[end - 1] * units for end in ends[:-1]]
 
 
 def bottleneck(single: CellFigures, parameters: int, options: PredictOptions, probe: Probe) -> Bottleneck:

@@ -160,14 +160,16 @@ def _forward_backward_seconds(block: nn.Module, inputs: Tensor, input_gradient: 
 class StageCut:
     """Blocks per stage, how they were chosen, each stage's measured forward+backward seconds on the sample (one
     micro-batch, or the whole batch where there are none) and share of their sum, the bytes of the activation that
-    crosses each boundary between stages on that sample, and the mean bytes a unit of the sample (a sample or an
-    episode) leaves at a block boundary (what a cut into other stages would send)."""
+    crosses each boundary between stages on that sample; and what a cut into other stages would take and send: each
+    block's seconds there, and the bytes a unit of the sample (a sample or an episode) leaves after each block but
+    the last."""
 
     sizes: list[int]
     balance: str
     stage_seconds: list[float]
     boundary_bytes: list[int]
-    boundary_bytes_per_unit: float
+    block_seconds: list[float]
+    block_output_bytes_per_unit: list[float]
 
     @property
     def stage_time_share(self) -> list[float]:
@@ -182,7 +184,8 @@ class StageCut:
             "stage_time_share": [round(share, 4) for share in self.stage_time_share],
             "stage_seconds": [round(seconds, 6) for seconds in self.stage_seconds],
             "boundary_bytes": self.boundary_bytes,
-            "boundary_bytes_per_unit": round(self.boundary_bytes_per_unit, 1),
+            "block_seconds": [round(seconds, 6) for seconds in self.block_seconds],
+            "block_output_bytes_per_unit": [round(size, 1) for size in self.block_output_bytes_per_unit],
         }
 
 
@@ -206,7 +209,8 @@ def choose_cut(
         balance,
         [sum(costs.seconds[start : start + size]) for start, size in zip(starts, sizes)],
         [costs.output_bytes[end - 1] for end in starts[1:-1]],
-        statistics.fmean(costs.output_bytes) / len(sample_inputs) if costs.output_bytes else 0.0,
+        costs.seconds,
+        [size / len(sample_inputs) for size in costs.output_bytes],
     )
 
 
