@@ -1,12 +1,12 @@
 """Stage predict@<workload>: what more devices would buy, predicted from one-device measurements and the probe's
-links, checked against every multi-process cell of the benchmark."""
+links (within this node, and between the nodes), checked against every multi-process cell of the benchmark."""
 
 import argparse
 
 from parabench.cli import stage_main
 from parabench.config import load_params
 from parabench.io import read_json, write_json
-from parabench.paths import PROBE_FILE, prediction_metrics_file, results_file
+from parabench.paths import PROBE_FILE, PROBE_NETWORK_FILE, prediction_metrics_file, results_file
 from parabench.records import BenchmarkResults, probe_record
 from parabench.report.scaling import compact, predict
 from parabench.workloads import WORKLOADS
@@ -17,9 +17,9 @@ def main() -> None:
     parser.add_argument("workload", choices=sorted(WORKLOADS))
     args = parser.parse_args()
     options = load_params().predict
-    probe = probe_record(read_json(PROBE_FILE))
+    probe, network = (probe_record(read_json(path)) for path in (PROBE_FILE, PROBE_NETWORK_FILE))
     benchmark = BenchmarkResults.model_validate(read_json(results_file("benchmark", args.workload)))
-    prediction = predict(benchmark, options, probe)
+    prediction = predict(benchmark, options, probe, network)
     write_json(results_file("prediction", args.workload), prediction.model_dump(mode="json"))
     write_json(prediction_metrics_file(args.workload), compact(prediction, options))
 

@@ -10,6 +10,7 @@ from parabench.engine.cells import StageTime
 from parabench.paths import (
     ENVIRONMENT_FILE,
     PROBE_FILE,
+    PROBE_NETWORK_FILE,
     benchmark_figure_file,
     results_file,
     sweep_figure_file,
@@ -95,6 +96,7 @@ def write_pipeline_outputs(root: Path) -> None:
         write_json(root / results_file("speedup", workload), comparison.model_dump(mode="json"))
     point = ProbePoint(bytes=4096, seconds=1e-4, algbw_bytes_per_s=4.1e7, busbw_bytes_per_s=4.1e7)
     probe = Probed(
+        across="devices",
         ranks=2,
         backend="gloo",
         device="cpu",
@@ -108,10 +110,13 @@ def write_pipeline_outputs(root: Path) -> None:
         environment=MACHINE,
     )
     write_json(root / PROBE_FILE, probe.model_dump(mode="json"))
+    network_fit = CollectiveFit(status="ran", latency_s=3e-4, bandwidth_bytes_per_s=1.2e8, points=[point])
+    network = probe.model_copy(update={"across": "nodes", "collectives": {"all_reduce": network_fit}})
+    write_json(root / PROBE_NETWORK_FILE, network.model_dump(mode="json"))
     options = PredictOptions(
-        devices=[4, 64], devices_per_node=8, interconnect="measured", network="ethernet25", probe_max_bytes=4
+        devices=[4, 64], devices_per_node=8, interconnect="measured", network="measured", probe_max_bytes=4
     )
-    prediction = predict(benchmark, options, probe)
+    prediction = predict(benchmark, options, probe, network)
     write_json(root / results_file("prediction", "fashion_mnist"), prediction.model_dump(mode="json"))
     cells = benchmark.cells
     cut = cells["model_parallel"]

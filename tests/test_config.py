@@ -367,6 +367,8 @@ def test_the_prediction_s_links_are_checked_up_front_by_name(base_params, write_
         check_all(load_params(write_params(base_params)))
     base_params["predict"].update(network="infiniband400", interconnect="nvlink4")
     check_all(load_params(write_params(base_params)))
+    base_params["predict"].update(network="measured", interconnect="measured")
+    check_all(load_params(write_params(base_params)))
 
 
 @pytest.mark.parametrize("section", ["benchmark", "sweeps"])

@@ -109,7 +109,7 @@ def written_paths() -> set[str]:
     """Every output path paths.py gives the stages for the shipped params.yaml."""
     params = load_params()
     found = {paths.ENVIRONMENT_FILE.as_posix(), "results/sources", paths.REPORT_FILE.as_posix()}
-    found.add(paths.PROBE_FILE.as_posix())
+    found |= {paths.PROBE_FILE.as_posix(), paths.PROBE_NETWORK_FILE.as_posix()}
     for dataset in DATASET_NAMES:
         found |= {paths.raw_dir(dataset).as_posix(), paths.prepared_dir(dataset).as_posix()}
     for workload in params.inputs:

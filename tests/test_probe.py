@@ -1,12 +1,20 @@
 """The collective probe on 2 real gloo ranks under torchrun: every collective timed at every size, its link fitted;
-one device writes why there is nothing to time."""
+one device writes why there is nothing to time; and between two nodes on loopback, one rank on each, the second
+joining as another node would."""
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+import yaml
 
-from parabench.engine.probe import probe_links, probe_sizes
+from parabench.engine.probe import probe_links, probe_network, probe_sizes
 from parabench.prediction import COLLECTIVES
+from tests.conftest import PROJECT_ROOT
+from tests.multiprocess import free_port
 from tests.setups import cpu_setup
 
 
@@ -39,3 +47,46 @@ def test_one_device_has_nothing_to_probe(tmp_path):
     probe_links(cpu_setup(devices=1).machine, 2048, out)
     probe = json.loads(out.read_text())
     assert probe["ranks"] == 1 and "one device" in probe["skipped"] and "collectives" not in probe
+
+
+def test_one_node_has_no_network_to_probe(tmp_path):
+    out = tmp_path / "probe_network.json"
+    probe_network(cpu_setup(devices=2).machine, 2048, out)
+    probe = json.loads(out.read_text())
+    assert probe["ranks"] == 1 and "one node" in probe["skipped"] and "collectives" not in probe
+
+
+def run_in(project: Path, *command: str) -> subprocess.Popen[str]:
+    """A command of this project's code, run in `project` (a node's copy of the project)."""
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT / "src")}
+    return subprocess.Popen(
+        [sys.executable, *command], cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+
+@pytest.mark.slow
+def test_two_nodes_on_loopback_time_the_network_with_one_rank_on_each(tmp_path, base_params):
+    """Node 0's probe stage (one device a node: nothing to time within it) waits at the rendezvous and names the
+    command the other nodes run; node 1 runs it; node 0 writes every collective fitted between the two."""
+    base_params["hardware"].update(
+        devices=1, threads=1, nodes=2, join_timeout_s=60, rendezvous=f"127.0.0.1:{free_port()}"
+    )
+    base_params["predict"]["probe_max_bytes"] = 2048
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(base_params))
+    node_0 = run_in(tmp_path, str(PROJECT_ROOT / "stages" / "probe.py"))
+    node_1 = run_in(tmp_path, "-m", "parabench.engine.join_probe", "--node-rank", "1")
+    (output_0, _), (output_1, _) = node_0.communicate(timeout=300), node_1.communicate(timeout=300)
+    assert node_0.returncode == 0 and node_1.returncode == 0, f"node 0:\n{output_0}\nnode 1:\n{output_1}"
+    assert "python -m parabench.engine.join_probe --node-rank K" in output_0
+    within = json.loads((tmp_path / "results/probe.json").read_text())
+    assert "one device" in within["skipped"]
+    network = json.loads((tmp_path / "results/probe_network.json").read_text())
+    assert (network["across"], network["ranks"], network["backend"]) == ("nodes", 2, "gloo")
+    for collective in COLLECTIVES:
+        assert network["collectives"][collective]["status"] == "ran", collective
+
+
+def test_joining_the_network_probe_on_one_node_says_there_is_nothing_to_join(tmp_path, base_params):
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(base_params))
+    output, _ = run_in(tmp_path, "-m", "parabench.engine.join_probe", "--node-rank", "1").communicate(timeout=120)
+    assert "hardware.nodes is 1 here" in output and "nothing to join" in output

@@ -5,13 +5,14 @@ import pytest
 
 from parabench.config import PredictOptions
 from parabench.prediction import PRESETS, Link, Links, collective_seconds
-from parabench.records import CollectiveFit, Probed, SkippedCollective, SweepCell
+from parabench.records import CollectiveFit, Probed, ProbeSkipped, SkippedCollective, SweepCell
 from parabench.report.benchmark import summarize_cells
 from parabench.report.scaling import checked_sweep_cells, compact, cut_at, link_at, measured_links, predict
 from tests.test_benchmark_report import entries
 
 ALL_REDUCE = CollectiveFit(status="ran", latency_s=1e-4, bandwidth_bytes_per_s=1e9, points=[])
 PROBE = Probed(  # copies at no cost, no cost per sharded block: the link alone
+    across="devices",
     ranks=2,
     backend="gloo",
     device="cpu",
@@ -22,6 +23,7 @@ PROBE = Probed(  # copies at no cost, no cost per sharded block: the link alone
     shard_unit_s=0.0,
     environment={},
 )
+ONE_NODE = ProbeSkipped(ranks=1, skipped="one node (hardware.nodes): no network to time", environment={})
 OPTIONS = PredictOptions(
     devices=[4, 64], devices_per_node=8, interconnect="measured", network="ethernet25", probe_max_bytes=4
 )
@@ -29,7 +31,7 @@ OPTIONS = PredictOptions(
 
 def test_a_data_parallel_cell_is_predicted_from_the_ceiling_and_the_probe_s_all_reduce():
     benchmark = summarize_cells(entries())
-    prediction = predict(benchmark, OPTIONS, PROBE)
+    prediction = predict(benchmark, OPTIONS, PROBE, ONE_NODE)
     ddp = next(check for check in prediction.checks if check.cell == "ddp")
     cells = benchmark.cells
     gradients = cells["single"].parameters * 4
@@ -43,7 +45,7 @@ def test_a_data_parallel_cell_is_predicted_from_the_ceiling_and_the_probe_s_all_
 
 
 def test_predictions_at_more_devices_name_their_link_and_are_unvalidated_off_this_machine():
-    prediction = predict(summarize_cells(entries()), OPTIONS, PROBE)
+    prediction = predict(summarize_cells(entries()), OPTIONS, PROBE, ONE_NODE)
     rows = {(row.strategy, row.devices): row for row in prediction.predictions}
     strategies = ("ddp", "allreduce", "fsdp", "pipeline", "model_parallel")
     assert set(rows) == {(strategy, n) for strategy in strategies for n in (4, 64)} | {("dp", 4)}, (
@@ -61,12 +63,35 @@ def test_predictions_at_more_devices_name_their_link_and_are_unvalidated_off_thi
 
 
 def test_the_link_changes_kind_beyond_a_node():
-    assert link_at(8, OPTIONS, PROBE)[2] is True
-    link, text, measured = link_at(9, OPTIONS, PROBE)
+    assert link_at(8, OPTIONS, PROBE, ONE_NODE)[2] is True
+    link, text, measured = link_at(9, OPTIONS, PROBE, ONE_NODE)
     assert link == Links.alike(PRESETS["ethernet25"].link) and not measured and "3.125 GB/s" in text
     preset = OPTIONS.model_copy(update={"interconnect": "nvlink4"})
-    assert link_at(2, preset, PROBE)[0] == Links.alike(PRESETS["nvlink4"].link)
-    assert link_at(2, OPTIONS, {"ranks": 1, "skipped": "one device"})[2] is False, "nothing measured: a preset, said so"
+    assert link_at(2, preset, PROBE, ONE_NODE)[0] == Links.alike(PRESETS["nvlink4"].link)
+    one_device = ProbeSkipped(ranks=1, skipped="one device", environment={})
+    assert link_at(2, OPTIONS, one_device, ONE_NODE)[2] is False, "nothing measured: a preset, said so"
+
+
+def test_beyond_a_node_the_measured_network_is_the_probe_between_the_nodes_or_ethernet25_on_one_node():
+    """predict.network: measured takes the probe's fit between the nodes (10 ms, 1 GB/s here: far from the in-node
+    link); on one node there is nothing to measure, and the row says which preset stands in."""
+    measured = OPTIONS.model_copy(update={"network": "measured"})
+    slow = CollectiveFit(status="ran", latency_s=1e-2, bandwidth_bytes_per_s=1e9, points=[])
+    network = PROBE.model_copy(update={"across": "nodes", "collectives": {"all_reduce": slow}})
+    links, text, validated = link_at(9, measured, PROBE, network)
+    assert links.all_reduce == Link(1e-2, 1e-9) and validated and text == "network measured: gloo between 2 nodes"
+    assert link_at(8, measured, PROBE, network)[0].all_reduce == Link(1e-4, 1e-9), "within a node: the in-node probe"
+    links, text, validated = link_at(9, measured, PROBE, ONE_NODE)
+    assert links == Links.alike(PRESETS["ethernet25"].link) and not validated and "nothing measured" in text
+    rows = predict(summarize_cells(entries()), measured, PROBE, network).predictions
+    slower = predict(
+        summarize_cells(entries()),
+        measured,
+        PROBE,
+        network.model_copy(update={"collectives": {"all_reduce": slow.model_copy(update={"latency_s": 1e-1})}}),
+    ).predictions
+    ddp_64 = [next(row for row in found if (row.strategy, row.devices) == ("ddp", 64)) for found in (rows, slower)]
+    assert ddp_64[1].speedup < ddp_64[0].speedup and ddp_64[0].link.startswith("network measured")
 
 
 def test_each_collective_crosses_the_probe_s_own_fit_or_the_all_reduce_s():
@@ -115,7 +140,7 @@ def test_model_parallel_is_predicted_as_a_pipeline_of_one_micro_batch():
     cells["model_parallel"] = cells["model_parallel"].model_copy(
         update={"strategy_details": {"cut": [3, 3], "stage_seconds": [0.03, 0.05]}}
     )
-    prediction = predict(benchmark, OPTIONS, PROBE)
+    prediction = predict(benchmark, OPTIONS, PROBE, ONE_NODE)
     (checked,) = [check for check in prediction.checks if check.cell == "model_parallel"]
     parts = cells["single"].time_split_s
     assert checked.predicted_step_s == pytest.approx(0.03 + 0.05 + parts["input"] + parts["optimizer"])
@@ -131,7 +156,9 @@ def test_model_parallel_on_devices_of_their_own_sends_each_boundary_s_activation
     cells["model_parallel"] = cells["model_parallel"].model_copy(
         update={"strategy_details": details, "devices_virtual": False}
     )
-    (checked,) = [check for check in predict(benchmark, OPTIONS, PROBE).checks if check.cell == "model_parallel"]
+    (checked,) = [
+        check for check in predict(benchmark, OPTIONS, PROBE, ONE_NODE).checks if check.cell == "model_parallel"
+    ]
     parts = cells["single"].time_split_s
     crossing = 2 * (1e-4 + 10**6 * 1e-9)
     assert checked.predicted_step_s == pytest.approx(0.03 + 0.05 + crossing + parts["input"] + parts["optimizer"])
@@ -149,13 +176,14 @@ def test_a_cut_model_is_predicted_on_at_most_one_device_per_block_its_boundaries
     }
     cells["model_parallel"] = cells["model_parallel"].model_copy(update={"strategy_details": staged})
     options = OPTIONS.model_copy(update={"devices": [4, 8]})
-    rows = {(row.strategy, row.devices): row for row in predict(benchmark, options, PROBE).predictions}
+    rows = {(row.strategy, row.devices): row for row in predict(benchmark, options, PROBE, ONE_NODE).predictions}
     assert ("pipeline", 4) in rows and ("model_parallel", 4) in rows
     assert ("pipeline", 8) not in rows and ("model_parallel", 8) not in rows, "6 blocks: no 8-stage cut"
     assert ("ddp", 8) in rows
     assert rows["pipeline", 4].link.startswith("pipeline stages, activations over measured: gloo")
     no_cut = {
-        (row.strategy, row.devices): row for row in predict(summarize_cells(entries()), options, PROBE).predictions
+        (row.strategy, row.devices): row
+        for row in predict(summarize_cells(entries()), options, PROBE, ONE_NODE).predictions
     }
     assert rows["pipeline", 4].speedup < no_cut["pipeline", 4].speedup, "the transfers cost time"
     assert "no transfers modelled" in no_cut["pipeline", 4].link
@@ -180,7 +208,7 @@ def test_unequal_blocks_predict_a_slower_pipeline_than_equal_ones():
         staged["block_output_bytes_per_unit"] = [0.0] * 5
         cells = dict(benchmark.cells)
         cells["model_parallel"] = cells["model_parallel"].model_copy(update={"strategy_details": staged})
-        rows = predict(benchmark.model_copy(update={"cells": cells}), options, PROBE).predictions
+        rows = predict(benchmark.model_copy(update={"cells": cells}), options, PROBE, ONE_NODE).predictions
         return next(row.speedup for row in rows if row.strategy == "pipeline")
 
     assert pipeline_speedup([0.04, 0.01, 0.01, 0.01, 0.01, 0.01]) < pipeline_speedup([0.015] * 6)

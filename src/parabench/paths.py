@@ -6,6 +6,7 @@ from typing import Literal
 ROLES: tuple[Literal["train"], Literal["reference"]] = ("train", "reference")
 ENVIRONMENT_FILE = Path("results/environment.json")
 PROBE_FILE = Path("results/probe.json")  # the collectives timed over this node's devices (stage probe)
+PROBE_NETWORK_FILE = Path("results/probe_network.json")  # and between the nodes, one rank on each (stage probe)
 REPORT_FILE = Path("report/index.html")  # the answer on one page, every figure embedded
 
 

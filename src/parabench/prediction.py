@@ -82,20 +82,18 @@ PRESETS = {
 }
 
 MEASURED = "measured"  # the link the probe fitted here
+UNMEASURED_NETWORK = "ethernet25"  # predict.network: measured, where there is one node and no network to measure
 
 
 def unknown_links(interconnect: str, network: str) -> list[str]:
-    """What is wrong with predict.interconnect and predict.network (a preset's name each, or `measured` between a
-    node's devices), one line each, naming the choices."""
+    """What is wrong with predict.interconnect and predict.network (a preset's name each, or `measured`), one line
+    each, naming the choices."""
     choices = ", ".join(PRESETS)
-    problems = []
-    if interconnect != MEASURED and interconnect not in PRESETS:
-        problems.append(
-            f"predict.interconnect: {interconnect!r} is no link known here; choose {MEASURED} or one of {choices}"
-        )
-    if network not in PRESETS:
-        problems.append(f"predict.network: {network!r} is no link known here; choose one of {choices}")
-    return problems
+    return [
+        f"predict.{key}: {value!r} is no link known here; choose {MEASURED} or one of {choices}"
+        for key, value in (("interconnect", interconnect), ("network", network))
+        if value != MEASURED and value not in PRESETS
+    ]
 
 
 def ring_steps(collective: Collective, ranks: int) -> tuple[int, float]:

@@ -377,9 +377,13 @@ class SkippedCollective(Record):
     reason: str = Field(description="the backend's refusal")
 
 
-class Probed(Record):
-    """The collectives timed over this node's devices, one rank each."""
+Across = Literal["devices", "nodes"]
 
+
+class Probed(Record):
+    """The collectives timed over this node's devices, one rank each, or between the nodes, one rank on each."""
+
+    across: Across = Field(description="devices (one rank per device of this node) or nodes (one rank on each node)")
     ranks: int = Field(description="how many ranks took part")
     backend: str = Field(description="the process group's backend (gloo, nccl)")
     device: str = Field(description="the device type the buffers were on")
@@ -394,7 +398,7 @@ class Probed(Record):
 
 
 class ProbeSkipped(Record):
-    """No probe: one device has nothing to communicate with."""
+    """No probe: one device (or one node) has nothing to communicate with."""
 
     ranks: int = Field(description="the devices there were")
     skipped: str = Field(description="why nothing was timed")

@@ -14,7 +14,7 @@ from parabench.config import load_params
 from parabench.engine.plan import Role, RunPlan, make_plan
 from parabench.engine.worker import train_worker
 from parabench.errors import ConfigError
-from parabench.runtime.torchrun import LAUNCHED_AT_ENV, Rendezvous, run_workers, worker_command
+from parabench.runtime.torchrun import LAUNCHED_AT_ENV, Rendezvous, check_node_rank, run_workers, worker_command
 
 log = logging.getLogger("parabench.launch")
 WORKER_MODULE = "parabench.engine.worker"
@@ -93,9 +93,5 @@ def join(workload: str, role: Role, node_rank: int) -> None:
             f"strategy {plan.strategy_name}); there is nothing to join. Set hardware.nodes as node 0 "
             "has it, with a strategy that runs under torchrun."
         )
-    if not 1 <= node_rank < nodes:
-        raise ConfigError(
-            f"--node-rank {node_rank}: the other nodes are numbered 1 to {nodes - 1} "
-            f"(hardware.nodes: {nodes}; node 0 runs dvc repro)."
-        )
+    check_node_rank(node_rank, nodes)
     train(plan, node_rank=node_rank)

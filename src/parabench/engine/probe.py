@@ -4,8 +4,12 @@ bandwidth fitted per collective (prediction.fit_link) and algbw and busbw per si
 bandwidth of a copy within a device's memory at the largest size (what bucketing gradients costs); and what fully
 sharding one more block adds to a step, its bytes aside (FSDP's fixed cost per block).
 
-    python -m parabench.engine.probe MACHINE.json LARGEST_BYTES OUT.json     (under torchrun: one rank per device;
-                                                                            probe_links starts them)
+    python -m parabench.engine.probe MACHINE.json LARGEST_BYTES OUT.json ACROSS   (under torchrun: one rank per
+                                    device, or one per node; probe_links and probe_network start them)
+
+Across the nodes (hardware.nodes > 1) the same probe runs with one rank on each node, so that every message crosses
+the network: node 0's probe stage waits for the others at hardware.rendezvous, each of which runs
+`python -m parabench.engine.join_probe --node-rank K` in its copy of the project.
 
 Each measurement is the slowest rank's, devices synchronised before each clock read, after one untimed call. send/recv
 is a ping-pong between ranks 0 and 1, half the round trip.
@@ -13,11 +17,13 @@ is a ping-pong between ranks 0 and 1, half the round trip.
 
 import argparse
 import json
+import logging
 import statistics
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import get_args
 
 import torch
 import torch.distributed as dist
@@ -26,15 +32,17 @@ from torch import nn
 from parabench.cli import stage_main
 from parabench.io import write_json
 from parabench.prediction import COLLECTIVES, Collective, bus_bandwidth, fit_link
-from parabench.records import CollectiveFit, Probed, ProbePoint, ProbeSkipped, SkippedCollective
+from parabench.records import Across, CollectiveFit, Probed, ProbePoint, ProbeSkipped, SkippedCollective
 from parabench.runtime.collectives import gather_objects, synchronize
 from parabench.runtime.environment import machine_identity
 from parabench.runtime.hardware import Machine
 from parabench.runtime.orphans import die_with_parent
 from parabench.runtime.process import Process, start, stop
-from parabench.runtime.torchrun import run_workers, worker_command
+from parabench.runtime.torchrun import Rendezvous, run_workers, worker_command
 
+log = logging.getLogger("parabench.probe")
 PROBE_MODULE = "parabench.engine.probe"
+JOIN_PROBE_MODULE = "parabench.engine.join_probe"  # what the other nodes run to join the probe between the nodes
 SMALLEST_BYTES = 4
 SIZE_FACTOR = 8  # each size 8x the last: 4 B, 32 B, ... up to the largest
 REPEATS = 5  # timed calls per size (the median is kept), after one untimed call
@@ -143,8 +151,9 @@ def shard_unit_seconds(process: Process) -> float:
     return max(0.0, (sharded_s - plain_s) / SHARDED_UNITS)
 
 
-def probe(machine: Machine, largest_bytes: int, out: Path) -> None:
-    """Time every collective over this job's ranks; rank 0 writes what it measured and where."""
+def probe(machine: Machine, largest_bytes: int, out: Path, across: Across) -> None:
+    """Time every collective over this job's ranks (across a node's devices, or across the nodes); rank 0 writes what
+    it measured and where."""
     process = start(machine)
     sizes = probe_sizes(largest_bytes)
     collectives = {collective: probe_collective(collective, sizes, process) for collective in COLLECTIVES}
@@ -152,6 +161,7 @@ def probe(machine: Machine, largest_bytes: int, out: Path) -> None:
     shard_unit_s = shard_unit_seconds(process)
     if process.is_main:
         probed = Probed(
+            across=across,
             ranks=process.world_size,
             backend=dist.get_backend(),
             device=process.device.type,
@@ -181,8 +191,41 @@ def probe_links(machine: Machine, largest_bytes: int, out: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="parabench-probe-") as scratch:
         machine_file = Path(scratch) / "machine.json"
         machine_file.write_text(node.model_dump_json())
-        command = worker_command(PROBE_MODULE, [str(machine_file), str(largest_bytes), str(out)], node.devices)
+        command = worker_command(
+            PROBE_MODULE, [str(machine_file), str(largest_bytes), str(out), "devices"], node.devices
+        )
         run_workers(command, node.threads_per_process(node.devices), "probe")
+
+
+def probe_network(machine: Machine, largest_bytes: int, out: Path, node_rank: int = 0) -> None:
+    """Time the collectives between the nodes, one rank on each (device 0), every message crossing the network; node
+    0 waits for the others, which join with node_rank 1 to nodes - 1. With one node there is no network, and `out`
+    says so."""
+    if machine.nodes < 2:
+        skipped = ProbeSkipped(
+            ranks=1, skipped="one node (hardware.nodes): no network to time", environment=machine_identity()
+        )
+        write_json(out, skipped.model_dump(mode="json"))
+        return
+    assert machine.rendezvous is not None, "checked by the params schema"
+    rendezvous = Rendezvous(machine.nodes, node_rank, machine.rendezvous, machine.join_timeout_s)
+    if node_rank == 0:
+        log.warning(
+            "probe between nodes: waiting up to %g s (hardware.join_timeout_s) at %s for %d other node(s); on "
+            "each, in its copy of the project, run with K = 1 to %d:\n    python -m %s --node-rank K",
+            machine.join_timeout_s,
+            machine.rendezvous,
+            machine.nodes - 1,
+            machine.nodes - 1,
+            JOIN_PROBE_MODULE,
+        )
+    one_each = machine.model_copy(update={"devices": 1})
+    with tempfile.TemporaryDirectory(prefix="parabench-probe-") as scratch:
+        machine_file = Path(scratch) / "machine.json"
+        machine_file.write_text(one_each.model_dump_json())
+        arguments = [str(machine_file), str(largest_bytes), str(out), "nodes"]
+        command = worker_command(PROBE_MODULE, arguments, 1, rendezvous=rendezvous)
+        run_workers(command, one_each.threads_per_process(1), "probe between nodes")
 
 
 def main() -> None:
@@ -191,9 +234,10 @@ def main() -> None:
     parser.add_argument("machine", type=Path, help="the Machine as JSON")
     parser.add_argument("largest_bytes", type=int)
     parser.add_argument("out", type=Path)
+    parser.add_argument("across", choices=get_args(Across))
     args = parser.parse_args()
     die_with_parent()
-    probe(Machine.model_validate(json.loads(args.machine.read_text())), args.largest_bytes, args.out)
+    probe(Machine.model_validate(json.loads(args.machine.read_text())), args.largest_bytes, args.out, args.across)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from parabench.io import read_json, write_atomic
 from parabench.paths import (
     ENVIRONMENT_FILE,
     PROBE_FILE,
+    PROBE_NETWORK_FILE,
     ROLES,
     benchmark_figure_file,
     results_file,
@@ -225,19 +226,30 @@ def quality_rows(evaluation: Evaluation) -> list[dict[str, Any]]:
 
 
 def probe_html() -> str:
-    """The collective probe (results/probe.json): each collective's fitted latency and bandwidth and its bus bandwidth
-    at the largest message; nothing where the probe stage has not run."""
+    """The collective probe (results/probe.json, and results/probe_network.json between the nodes): each collective's
+    fitted latency and bandwidth and its bus bandwidth at the largest message; nothing where the probe stage has not
+    run, and nothing between the nodes on one node."""
     if not PROBE_FILE.exists():
         return ""
     probe = probe_record(read_json(PROBE_FILE))
     if not isinstance(probe, Probed):
-        return f'<p class="note">Collective probe: {html.escape(probe.skipped)}.</p>'
-    return (
-        f'<h2>The links measured here</h2><p class="note">The collectives over {probe.ranks} '
-        f"{html.escape(probe.backend)} ranks on {html.escape(probe.device)}, a latency and bandwidth fitted to "
-        "each (alpha-beta); busbw as nccl-tests defines it. The predictions below start from these.</p>"
-        + table_html(probe_rows(probe))
-    )
+        parts = [f'<p class="note">Collective probe: {html.escape(probe.skipped)}.</p>']
+    else:
+        parts = [
+            f'<h2>The links measured here</h2><p class="note">The collectives over {probe.ranks} '
+            f"{html.escape(probe.backend)} ranks on {html.escape(probe.device)}, a latency and bandwidth fitted to "
+            "each (alpha-beta); busbw as nccl-tests defines it. The predictions below start from these.</p>",
+            table_html(probe_rows(probe)),
+        ]
+    network = probe_record(read_json(PROBE_NETWORK_FILE)) if PROBE_NETWORK_FILE.exists() else None
+    if isinstance(network, Probed):
+        parts += [
+            f'<h3>Between the nodes</h3><p class="note">The same collectives over {network.ranks} nodes, one '
+            f"{html.escape(network.backend)} rank on each: every message crosses the network (predict.network: "
+            "measured takes these beyond a node).</p>",
+            table_html(probe_rows(network)),
+        ]
+    return "".join(parts)
 
 
 def prediction_html(workload: str) -> str:

@@ -30,6 +30,7 @@ from parabench.config import PredictOptions
 from parabench.prediction import (
     MEASURED,
     PRESETS,
+    UNMEASURED_NETWORK,
     Link,
     Links,
     StepPrediction,
@@ -106,9 +107,17 @@ def probe_rows(probe: Probe) -> list[dict[str, str]]:
     return rows
 
 
-def link_at(devices: int, options: PredictOptions, probe: Probe) -> tuple[Links, str, bool]:
-    """The links the collectives of `devices` go over, what they are, and whether they are the ones measured here."""
+def link_at(devices: int, options: PredictOptions, probe: Probe, network: Probe) -> tuple[Links, str, bool]:
+    """The links the collectives of `devices` go over, what they are, and whether they are the ones measured here
+    (`probe` over this node's devices, `network` between the nodes)."""
     if devices > options.devices_per_node:
+        if options.network == MEASURED:
+            links = measured_links(network)
+            if links is not None and isinstance(network, Probed):
+                return links, f"network measured: {network.backend} between {network.ranks} nodes", True
+            preset = PRESETS[UNMEASURED_NETWORK]
+            text = f"network {UNMEASURED_NETWORK} (nothing measured here: one node): {preset.source}"
+            return Links.alike(preset.link), text, False
         preset = PRESETS[options.network]
         return Links.alike(preset.link), f"network {options.network}: {preset.source}", False
     if options.interconnect == MEASURED:
@@ -260,6 +269,7 @@ def extended(
     sharded_blocks: int,
     options: PredictOptions,
     probe: Probe,
+    network: Probe,
 ) -> list[PredictedScaling]:
     """Each predicted strategy's speedup and efficiency over single at every count of predict.devices, on devices of
     their own, with the share of the step its exposed communication (or bubble) takes and the link it crosses (fsdp
@@ -272,7 +282,7 @@ def extended(
     blocks, timed_blocks = sum(staged.get("cut", [])), bool(staged.get("block_seconds"))
     rows = []
     for devices in options.devices:
-        links, link_text, measured = link_at(devices, options, probe)
+        links, link_text, measured = link_at(devices, options, probe, network)
         for strategy in PREDICTED:
             if strategy in ONE_PROCESS and devices > options.devices_per_node:
                 continue
@@ -325,12 +335,14 @@ def cut_at(stages: int, staged: dict[str, Any], units: float) -> tuple[list[floa
     return shares, [leaves[end - 1] * units for end in ends[:-1]]
 
 
-def bottleneck(single: CellFigures, parameters: int, options: PredictOptions, probe: Probe) -> Bottleneck:
+def bottleneck(
+    single: CellFigures, parameters: int, options: PredictOptions, probe: Probe, network: Probe
+) -> Bottleneck:
     """ddp at the largest device count: the share of its step left to exposed all-reduce over the link it crosses,
     and what each other link of that kind (within a node or between nodes) would leave."""
     devices = max(options.devices)
     single_step, forward_backward = single.step_time_s.median, forward_backward_s(single)
-    links, link_text, _ = link_at(devices, options, probe)
+    links, link_text, _ = link_at(devices, options, probe, network)
     across = devices > options.devices_per_node
     chosen = options.network if across else options.interconnect
 
@@ -352,7 +364,7 @@ def bottleneck(single: CellFigures, parameters: int, options: PredictOptions, pr
     )
 
 
-def predict(benchmark: CellsSummary, options: PredictOptions, probe: Probe) -> PredictionResults:
+def predict(benchmark: CellsSummary, options: PredictOptions, probe: Probe, network: Probe) -> PredictionResults:
     """The checks at the measured cells and the extension to predict.devices (module docstring), from the benchmark's
     summarised cells and the probe's results."""
     cells = benchmark.cells
@@ -387,8 +399,8 @@ def predict(benchmark: CellsSummary, options: PredictOptions, probe: Probe) -> P
         median_abs_error=statistics.median(errors) if errors else None,
         max_abs_error=max(errors) if errors else None,
         within_goal=bool(checks) and all(check.within for check in checks) and statistics.median(errors) <= MEDIAN_GOAL,
-        predictions=extended(single, parameters, staged, sharded_blocks, options, probe),
-        bottleneck=bottleneck(single, parameters, options, probe),
+        predictions=extended(single, parameters, staged, sharded_blocks, options, probe, network),
+        bottleneck=bottleneck(single, parameters, options, probe, network),
         probe=probe,
     )
 

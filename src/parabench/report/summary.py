@@ -10,7 +10,7 @@ import pandas as pd
 
 from parabench.config import load_params
 from parabench.io import read_json
-from parabench.paths import PROBE_FILE, REPORT_FILE, results_file, speedup_metrics_file
+from parabench.paths import PROBE_FILE, PROBE_NETWORK_FILE, REPORT_FILE, results_file, speedup_metrics_file
 from parabench.records import (
     BenchmarkResults,
     Comparison,
@@ -231,6 +231,9 @@ def main() -> None:
     checks, predicted = prediction_rows(workloads, list(params.sweeps))
     print("\nThe collectives over this node's devices (the probe; a latency and bandwidth fitted to each, alpha-beta):")
     print(table(probe_rows(probe_record(read_json(PROBE_FILE))) if PROBE_FILE.exists() else []))
+    if PROBE_NETWORK_FILE.exists() and probe_rows(network := probe_record(read_json(PROBE_NETWORK_FILE))):
+        print(f"\nAnd between the {network.ranks} nodes, one rank on each:")
+        print(table(probe_rows(network)))
     print("\nPredicted against measured at each multi-device cell (one replica's compute and the probe's links; a")
     print("cut model's stages timed one by one):")
     print(table(checks))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import psutil
 
-from parabench.errors import ParabenchError
+from parabench.errors import ConfigError, ParabenchError
 from parabench.runtime.failures import STOP_GRACE_S, failure_message, said_it_stopped
 from parabench.runtime.orphans import die_with_parent
 
@@ -32,6 +32,15 @@ class Rendezvous:
     node_rank: int
     endpoint: str
     join_timeout_s: float
+
+
+def check_node_rank(node_rank: int, nodes: int) -> None:
+    """A joining node's rank is one of the other nodes': 1 to nodes - 1."""
+    if not 1 <= node_rank < nodes:
+        raise ConfigError(
+            f"--node-rank {node_rank}: the other nodes are numbered 1 to {nodes - 1} "
+            f"(hardware.nodes: {nodes}; node 0 runs dvc repro)."
+        )
 
 
 def worker_command(
