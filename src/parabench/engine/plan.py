@@ -186,7 +186,6 @@ def make_plan(
     strategy.check(setup, global_batch)
     accumulate = params.accumulate if knobbed else 1
     check_accumulate(accumulate, strategy, global_batch // replicas, workload_name)
-    check_precision(strategy, setup)
     compiled = knobbed and params.compile
     if compiled:
         check_compile(strategy, machine)
@@ -247,17 +246,6 @@ def check_compile(strategy: Strategy, machine: Machine) -> None:
         raise ConfigError(
             "compile: true needs Triton for torch.compile's CUDA backend, and this Python has none: install the "
             "triton that matches your torch, or set compile: false"
-        )
-
-
-def check_precision(strategy: Strategy, setup: StrategySetup) -> None:
-    """fp16's loss scaler skips a step when a gradient overflows: every process must see the same overflow, so it
-    composes only with strategies whose processes all see it (`Strategy.overflow_seen_by_all`)."""
-    if setup.precision == "16-mixed" and not strategy.overflow_seen_by_all(setup):
-        raise ConfigError(
-            f"precision: 16-mixed does not compose with strategy {strategy.name} here: each process holds only its "
-            f"stage's gradients, so one process's overflow would skip the step on it alone; use precision: bf16-mixed "
-            f"(no loss scaling needed)"
         )
 
 

@@ -187,14 +187,7 @@ def probe_links(machine: Machine, largest_bytes: int, out: Path) -> None:
         )
         write_json(out, skipped.model_dump(mode="json"))
         return
-    node = machine.model_copy(update={"nodes": 1})
-    with tempfile.TemporaryDirectory(prefix="parabench-probe-") as scratch:
-        machine_file = Path(scratch) / "machine.json"
-        machine_file.write_text(node.model_dump_json())
-        command = worker_command(
-            PROBE_MODULE, [str(machine_file), str(largest_bytes), str(out), "devices"], node.devices
-        )
-        run_workers(command, node.threads_per_process(node.devices), "probe")
+    run_probe(machine.model_copy(update={"nodes": 1}), largest_bytes, out, "devices", None, "probe")
 
 
 def probe_network(machine: Machine, largest_bytes: int, out: Path, node_rank: int = 0) -> None:
@@ -220,12 +213,20 @@ def probe_network(machine: Machine, largest_bytes: int, out: Path, node_rank: in
             JOIN_PROBE_MODULE,
         )
     one_each = machine.model_copy(update={"devices": 1})
+    run_probe(one_each, largest_bytes, out, "nodes", rendezvous, "probe between nodes")
+
+
+def run_probe(
+    machine: Machine, largest_bytes: int, out: Path, across: Across, rendezvous: Rendezvous | None, what: str
+) -> None:
+    """The probe's ranks under torchrun, one per device of `machine` on this node, meeting the other nodes at
+    `rendezvous` (None: this node alone); `what` names the job in a failure."""
     with tempfile.TemporaryDirectory(prefix="parabench-probe-") as scratch:
         machine_file = Path(scratch) / "machine.json"
-        machine_file.write_text(one_each.model_dump_json())
-        arguments = [str(machine_file), str(largest_bytes), str(out), "nodes"]
-        command = worker_command(PROBE_MODULE, arguments, 1, rendezvous=rendezvous)
-        run_workers(command, one_each.threads_per_process(1), "probe between nodes")
+        machine_file.write_text(machine.model_dump_json())
+        arguments = [str(machine_file), str(largest_bytes), str(out), across]
+        command = worker_command(PROBE_MODULE, arguments, machine.devices, rendezvous=rendezvous)
+        run_workers(command, machine.threads_per_process(machine.devices), what)
 
 
 def main() -> None:

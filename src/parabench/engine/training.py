@@ -139,8 +139,24 @@ def build_trainer(
         [{"params": group.params, "lr": plan.lr * group.lr_scale} for group in groups], settings
     )
     schedule = workload.lr_schedule(optimizer, settings, steps_per_epoch)
-    scaler = torch.amp.GradScaler(parallel.devices[0].type) if plan.setup.precision == "16-mixed" else None
+    scaler = None
+    if plan.setup.precision == "16-mixed":
+        scaler = loss_scaler(parallel.devices[0], plan.strategy.overflow_seen_by_all(plan.setup))
     return Trainer(parallel, optimizer, schedule, plan.accumulate, scaler)
+
+
+def loss_scaler(device: torch.device, overflow_seen_by_all: bool) -> torch.amp.GradScaler:
+    """fp16's loss scaler on the process's device: torch's where every process sees an overflow on any
+    (`Strategy.overflow_seen_by_all`), else FSDP's ShardedGradScaler, which all-reduces the overflow check over the
+    processes so that all skip that step alike (the distributed pipeline: one stage's gradients each). Its scale is
+    set up on every process at once (`scale()` of a zero sets it up), since only the last stage scales a loss."""
+    if overflow_seen_by_all:
+        return torch.amp.GradScaler(device.type)
+    from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler  # the FSDP package: only where needed
+
+    scaler = ShardedGradScaler(device.type, process_group=dist.group.WORLD)
+    scaler.scale(torch.zeros((), device=device))
+    return scaler
 
 
 def optimizer_step(

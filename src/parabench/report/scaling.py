@@ -17,9 +17,10 @@ process on virtual devices: nothing is sent). Each is compared with the cell's o
 
 The extension. At N devices of their own (strong scaling: the global batch shared), one replica computes 1/N of single's
 step (dp: 1/N of its forward and backward, its input and optimizer whole on the first device, and only within one node,
-its one process driving every device); the link is the probe's (or predict.interconnect) within a node and
-predict.network beyond predict.devices_per_node devices. A prediction that leaves what was measured (another link kind,
-or devices of their own where this machine's were virtual) says so: `validated` is false.
+its one process driving every device); a cut model is cut into N stages as `partition.balance: time` would cut its
+timed blocks (cut_at). The link is the probe's (or predict.interconnect) within a node and predict.network (the probe
+between the nodes, or a preset) beyond predict.devices_per_node devices. A prediction that leaves what was measured
+(another link kind, or devices of their own where this machine's were virtual) says so: `validated` is false.
 """
 
 import statistics

@@ -110,7 +110,7 @@ class Strategy:
     overflow_seen_by_all(setup): whether fp16's loss scaler on every process sees a gradient overflow on any
     (params.yaml `precision: 16-mixed`), so that all skip that step alike: each process holds whole gradients
     (replicas summed by an all-reduce, which spreads an inf to all), or FSDP2's DTensor shards, whose overflow check
-    torch reduces over the mesh.
+    torch reduces over the mesh. Where not, the training loop's scaler all-reduces the check itself.
     options: the strategies' params.yaml sections this one reads (`partition`, `pipeline`, `fsdp`); they are part of
     its runs' identity, so a run whose strategy ignores them keeps its checkpoint when they change.
     """

@@ -202,7 +202,7 @@ STRATEGY = Strategy(
     devices_per_node=stages_per_node,
     check=check,
     accumulates=False,  # its step already cuts the batch into micro-batches, and its schedule runs their backward
-    # the distributed engine: each process holds one stage's plain gradients, and its scaler sees only those
+    # the distributed engine: each process holds one stage's plain gradients, and a scaler of its own sees only those
     overflow_seen_by_all=lambda setup: setup.pipeline.engine != "distributed",
     options=("partition", "pipeline"),
 )
