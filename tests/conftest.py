@@ -2,6 +2,7 @@
 order of the run: the two DVC test files first."""
 
 import copy
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,14 @@ import yaml
 from tests.http_server import FileServer, running_file_server
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+def python_path(root: Path = PROJECT_ROOT) -> str:
+    """PYTHONPATH for a subprocess of the project's code: its src first, then whatever PYTHONPATH this process had
+    (where an environment keeps its packages there, as a borrowed GPU machine did, they stay importable)."""
+    return os.pathsep.join([str(root / "src"), *filter(None, [os.environ.get("PYTHONPATH")])])
+
+
 LONGEST = ("test_pipeline_e2e.py", "test_pipeline_edits.py", "test_types.py")  # the DVC tests (minutes, mostly
 # one process at a time), then mypy (half a minute from a cold cache), so none of them ends the run alone
 

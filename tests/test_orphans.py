@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import PROJECT_ROOT
+from tests.conftest import python_path
 
 GONE_WITHIN_S = 15.0  # torchrun's agent, on SIGTERM, stops its workers; they also get SIGKILL from their own request
 
@@ -47,7 +47,7 @@ def workers_below(parent: psutil.Process) -> list[psutil.Process]:
 def test_killing_the_launching_process_ends_every_worker(tmp_path: Path, layout: str):
     inbox = tmp_path / "inbox"
     inbox.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": python_path()}
     launcher = subprocess.Popen(
         [sys.executable, "-c", LAUNCHER, str(inbox), layout], env=env, stdout=subprocess.PIPE, text=True
     )

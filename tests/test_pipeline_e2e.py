@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from parabench.data.idx import write_idx
-from tests.conftest import PROJECT_ROOT
+from tests.conftest import PROJECT_ROOT, python_path
 from tests.hotdog_fixture import write_class_folder
 from tests.miniimagenet_fixture import write_image_folder
 
@@ -161,7 +161,7 @@ def attempt(project: Path, *command: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "PARABENCH_DATA_MIRROR"}
     env.update(
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}",
-        PYTHONPATH=str(project / "src"),
+        PYTHONPATH=python_path(project),
         DVC_NO_ANALYTICS="1",
         GIT_AUTHOR_NAME="test",
         GIT_AUTHOR_EMAIL="test@example.invalid",

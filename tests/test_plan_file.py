@@ -8,7 +8,7 @@ from parabench.data.fashion_mnist import FASHION_MNIST, FILES
 from parabench.data.idx import write_idx
 from parabench.engine.plan import RunPlan
 from parabench.workloads.fashion_mnist import FashionMnistSettings
-from tests.conftest import PROJECT_ROOT
+from tests.conftest import python_path
 from tests.setups import cpu_setup, separable_images, tiny_plan
 
 
@@ -34,7 +34,7 @@ def test_a_worker_trains_from_its_plan_file_without_params_yaml(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "parabench.engine.worker", str(tmp_path / "plan.json")],
         cwd=tmp_path,
-        env={"PYTHONPATH": str(PROJECT_ROOT / "src"), "PATH": "/usr/bin:/bin"},
+        env={"PYTHONPATH": python_path(), "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,
         timeout=300,

@@ -13,7 +13,7 @@ import yaml
 
 from parabench.engine.probe import probe_links, probe_network, probe_sizes
 from parabench.prediction import COLLECTIVES
-from tests.conftest import PROJECT_ROOT
+from tests.conftest import PROJECT_ROOT, python_path
 from tests.multiprocess import free_port
 from tests.setups import cpu_setup
 
@@ -58,7 +58,7 @@ def test_one_node_has_no_network_to_probe(tmp_path):
 
 def run_in(project: Path, *command: str) -> subprocess.Popen[str]:
     """A command of this project's code, run in `project` (a node's copy of the project)."""
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": python_path()}
     return subprocess.Popen(
         [sys.executable, *command], cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )

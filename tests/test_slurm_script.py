@@ -12,7 +12,7 @@ import pytest
 import torch
 import yaml
 
-from tests.conftest import PROJECT_ROOT
+from tests.conftest import PROJECT_ROOT, python_path
 from tests.multiprocess import free_port
 from tests.test_pipeline_e2e import make_project as make_dvc_project
 
@@ -122,7 +122,7 @@ def script_env(project: Path, bin_folder: Path, logs: Path, **settings: str | No
     env = {key: value for key, value in os.environ.items() if not key.startswith(("SLURM_", "SRUN_", "PARABENCH_"))}
     env.update(
         PATH=os.pathsep.join([str(bin_folder), str(Path(sys.executable).parent), env["PATH"]]),
-        PYTHONPATH=str(project / "src"),
+        PYTHONPATH=python_path(project),
         DVC_NO_ANALYTICS="1",
         SRUN_LOGS=str(logs),
         SLURM_SUBMIT_DIR=str(project),

@@ -23,7 +23,7 @@ import yaml
 
 from parabench.data.idx import write_idx
 from parabench.runtime.failures import STOP_GRACE_S
-from tests.conftest import PROJECT_ROOT
+from tests.conftest import PROJECT_ROOT, python_path
 from tests.multiprocess import free_port
 from tests.test_pipeline_e2e import TINY_EPISODES, TINY_HOTDOG, TINY_RESNET50, TINY_SCALE, TINY_SWEEP
 
@@ -46,7 +46,7 @@ def write_idx_folder(folder: Path) -> None:
 
 
 def stage(project: Path, *args: str, tag: str = "") -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT / "src"), "PARABENCH_TEST_TAG": tag}
+    env = {**os.environ, "PYTHONPATH": python_path(), "PARABENCH_TEST_TAG": tag}
     env.pop("PARABENCH_DATA_MIRROR", None)
     return subprocess.Popen(
         [sys.executable, str(PROJECT_ROOT / "stages" / args[0]), *args[1:]],
@@ -60,7 +60,7 @@ def stage(project: Path, *args: str, tag: str = "") -> subprocess.Popen[str]:
 
 def join(project: Path, node_rank: int) -> subprocess.Popen[str]:
     """The other node's command, run in `project` (its copy of the project)."""
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": python_path()}
     return subprocess.Popen(
         [sys.executable, "-m", "parabench.engine.join", "fashion_mnist", "--node-rank", str(node_rank)],
         cwd=project,
