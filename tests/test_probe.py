@@ -90,3 +90,14 @@ def test_joining_the_network_probe_on_one_node_says_there_is_nothing_to_join(tmp
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(base_params))
     output, _ = run_in(tmp_path, "-m", "parabench.engine.join_probe", "--node-rank", "1").communicate(timeout=120)
     assert "hardware.nodes is 1 here" in output and "nothing to join" in output
+
+
+@pytest.mark.slow
+def test_a_node_that_never_joins_the_network_probe_is_named_after_the_join_timeout(tmp_path, base_params):
+    base_params["hardware"].update(
+        devices=1, threads=1, nodes=2, join_timeout_s=3, rendezvous=f"127.0.0.1:{free_port()}"
+    )
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(base_params))
+    output, _ = run_in(tmp_path, str(PROJECT_ROOT / "stages" / "probe.py")).communicate(timeout=120)
+    assert "probe between nodes: only 1 of 2 nodes joined" in output and "join_probe" in output, output
+    assert not (tmp_path / "results/probe_network.json").exists(), "nothing half-written for DVC to cache"

@@ -86,7 +86,8 @@ def failure_message(
         return (
             f"{what}: only {late['joined']} of {nodes} nodes joined the rendezvous within hardware.join_timeout_s; "
             f"the others (node ranks 1 to {nodes - 1}, less those that came) did not arrive. Start each with the "
-            "`python -m parabench.engine.join` line printed above, within the timeout, then run again."
+            "join line printed above (`python -m parabench.engine.join ...`, or `join_probe` for the probe), within "
+            "the timeout, then run again."
         )
     cause = ROOT_CAUSE.search(stderr_tail)
     where = "".join(f"\n  {line}" for line in dict.fromkeys(STOPPED_AT.findall(stderr_tail)))
