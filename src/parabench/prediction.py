@@ -82,6 +82,7 @@ PRESETS = {
 }
 
 MEASURED = "measured"  # the link the probe fitted here
+UNMEASURED_INTERCONNECT = "pcie4"  # predict.interconnect: measured, where one device leaves nothing to measure
 UNMEASURED_NETWORK = "ethernet25"  # predict.network: measured, where there is one node and no network to measure
 
 

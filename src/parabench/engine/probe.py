@@ -180,12 +180,7 @@ def probe_links(machine: Machine, largest_bytes: int, out: Path) -> None:
     """Time the collectives over this node's devices, one rank each under torchrun; with one device
     there is nothing to communicate, and `out` says so."""
     if machine.devices < 2:
-        skipped = ProbeSkipped(
-            ranks=machine.devices,
-            skipped="one device (hardware.devices): no collective to time",
-            environment=machine_identity(),
-        )
-        write_json(out, skipped.model_dump(mode="json"))
+        write_skipped(out, machine.devices, "one device (hardware.devices): no collective to time")
         return
     run_probe(machine.model_copy(update={"nodes": 1}), largest_bytes, out, "devices", None, "probe")
 
@@ -195,10 +190,7 @@ def probe_network(machine: Machine, largest_bytes: int, out: Path, node_rank: in
     0 waits for the others, which join with node_rank 1 to nodes - 1. With one node there is no network, and `out`
     says so."""
     if machine.nodes < 2:
-        skipped = ProbeSkipped(
-            ranks=1, skipped="one node (hardware.nodes): no network to time", environment=machine_identity()
-        )
-        write_json(out, skipped.model_dump(mode="json"))
+        write_skipped(out, 1, "one node (hardware.nodes): no network to time")
         return
     assert machine.rendezvous is not None, "checked by the params schema"
     rendezvous = Rendezvous(machine.nodes, node_rank, machine.rendezvous, machine.join_timeout_s)
@@ -214,6 +206,11 @@ def probe_network(machine: Machine, largest_bytes: int, out: Path, node_rank: in
         )
     one_each = machine.model_copy(update={"devices": 1})
     run_probe(one_each, largest_bytes, out, "nodes", rendezvous, "probe between nodes")
+
+
+def write_skipped(out: Path, ranks: int, why: str) -> None:
+    """`out` says that nothing was timed over `ranks` rank(s), and why."""
+    write_json(out, ProbeSkipped(ranks=ranks, skipped=why, environment=machine_identity()).model_dump(mode="json"))
 
 
 def run_probe(

@@ -31,6 +31,7 @@ from parabench.config import PredictOptions
 from parabench.prediction import (
     MEASURED,
     PRESETS,
+    UNMEASURED_INTERCONNECT,
     UNMEASURED_NETWORK,
     Link,
     Links,
@@ -112,23 +113,23 @@ def link_at(devices: int, options: PredictOptions, probe: Probe, network: Probe)
     """The links the collectives of `devices` go over, what they are, and whether they are the ones measured here
     (`probe` over this node's devices, `network` between the nodes)."""
     if devices > options.devices_per_node:
-        if options.network == MEASURED:
-            links = measured_links(network)
-            if links is not None and isinstance(network, Probed):
-                return links, f"network measured: {network.backend} between {network.ranks} nodes", True
-            preset = PRESETS[UNMEASURED_NETWORK]
-            text = f"network {UNMEASURED_NETWORK} (nothing measured here: one node): {preset.source}"
-            return Links.alike(preset.link), text, False
-        preset = PRESETS[options.network]
-        return Links.alike(preset.link), f"network {options.network}: {preset.source}", False
-    if options.interconnect == MEASURED:
+        return chosen_links(options.network, network, UNMEASURED_NETWORK, "network ", "one node")
+    return chosen_links(options.interconnect, probe, UNMEASURED_INTERCONNECT, "", "one device")
+
+
+def chosen_links(choice: str, probe: Probe, unmeasured: str, kind: str, alone: str) -> tuple[Links, str, bool]:
+    """The links a predict.interconnect or predict.network `choice` names (`kind` prefixes the text: "network " or
+    nothing): a preset, or `measured`: the probe's fit, and where it timed nothing (`alone`: one device or one
+    node), the `unmeasured` preset, said so."""
+    note = ""
+    if choice == MEASURED:
         links = measured_links(probe)
         if links is not None and isinstance(probe, Probed):
-            return links, f"measured: {probe.backend} between {probe.ranks} {probe.device} ranks", True
-        preset = PRESETS["pcie4"]
-        return Links.alike(preset.link), f"pcie4 (nothing measured here: one device): {preset.source}", False
-    preset = PRESETS[options.interconnect]
-    return Links.alike(preset.link), f"{options.interconnect}: {preset.source}", False
+            between = f"{probe.ranks} nodes" if probe.across == "nodes" else f"{probe.ranks} {probe.device} ranks"
+            return links, f"{kind}measured: {probe.backend} between {between}", True
+        choice, note = unmeasured, f" (nothing measured here: {alone})"
+    preset = PRESETS[choice]
+    return Links.alike(preset.link), f"{kind}{choice}{note}: {preset.source}", False
 
 
 def strategy_step(
