@@ -13,6 +13,19 @@ import yaml
 from tests.http_server import FileServer, running_file_server
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PIPELINE_FILES = ("dvc.yaml", "check/dvc.yaml")  # the pipeline, and its head in a file of its own (it says why)
+CHECK_STAGE = "check/dvc.yaml:check"  # the check stage, as DVC names a stage outside the top dvc.yaml
+
+
+def pipeline_stages() -> dict[str, dict[str, Any]]:
+    """Every stage of the project's pipeline files as written (a foreach or matrix stage unexpanded), by the name
+    DVC gives it: `train` in dvc.yaml, CHECK_STAGE in check/dvc.yaml."""
+    stages = {}
+    for file in PIPELINE_FILES:
+        prefix = "" if file == "dvc.yaml" else f"{file}:"
+        for name, stage in yaml.safe_load((PROJECT_ROOT / file).read_text())["stages"].items():
+            stages[prefix + name] = stage
+    return stages
 
 
 def python_path(root: Path = PROJECT_ROOT) -> str:

@@ -10,6 +10,7 @@ from parabench import paths
 from parabench.config import DATASET_NAMES, load_params
 from parabench.data.registry import DATASETS
 from parabench.workloads import WORKLOADS
+from tests.conftest import pipeline_stages
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,12 +34,12 @@ def expand(text: str, values: dict[str, Any]) -> str:
 
 
 def stage_instances() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
-    """Every stage of dvc.yaml as DVC names it (foreach and matrix expanded for params.yaml: `train@hotdog`), with its
-    body and the values its ${...} interpolate."""
+    """Every stage of the pipeline files as DVC names it (foreach and matrix expanded for params.yaml:
+    `train@hotdog`), with its body and the values its ${...} interpolate."""
     spec, params = dvc_yaml(), load_params()
     variables = {"datasets": spec["vars"][0]["datasets"], "scale": params.scale}
     instances = []
-    for name, stage in spec["stages"].items():
+    for name, stage in pipeline_stages().items():
         body = stage.get("do", stage)
         if "foreach" in stage:
             sweeps = {name: sweep.model_dump() for name, sweep in params.sweeps.items()}

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from parabench.data.idx import write_idx
-from tests.conftest import PROJECT_ROOT, python_path
+from tests.conftest import CHECK_STAGE, PROJECT_ROOT, pipeline_stages, python_path
 from tests.hotdog_fixture import write_class_folder
 from tests.miniimagenet_fixture import write_image_folder
 
@@ -28,11 +28,10 @@ TOP_LEVEL_OUTPUTS = {
     "plots",
     "checkpoints",
     "results",
-    "dvc.lock",
     "report",
     "test-artifacts",
 }
-ANYWHERE = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", "cache", "tmp"}
+ANYWHERE = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", "cache", "tmp", "dvc.lock"}
 TINY_SCALE = {
     "epochs": 2,
     "batch_size": 32,
@@ -189,7 +188,7 @@ def breaks_before_any_stage(project: Path, edit, expected: str) -> None:
     done = attempt(project, "dvc", "repro")
     (project / "params.yaml").write_text(good)
     assert done.returncode != 0 and expected in done.stdout + done.stderr, done.stdout + done.stderr
-    assert stages_run(done.stdout + done.stderr) == {"check"}
+    assert stages_run(done.stdout + done.stderr) == {CHECK_STAGE}
     after = outputs_of(project)
     assert after == before, "nothing the user had is lost"
 
@@ -206,15 +205,15 @@ def stages_run(output: str) -> set[str]:
 
 
 def test_every_timing_stage_depends_on_the_machine():
-    stages = yaml.safe_load((PROJECT_ROOT / "dvc.yaml").read_text())["stages"]
-    assert stages["check"]["always_changed"] is True
-    assert {"results/environment.json": {"persist": True}} in stages["check"]["outs"]
+    stages = pipeline_stages()
+    assert stages[CHECK_STAGE]["always_changed"] is True
+    assert {"results/environment.json": {"persist": True}} in stages[CHECK_STAGE]["outs"]
     for name in ("train", "reference", "benchmark", "sweep"):
         assert "results/environment.json" in stages[name]["do"]["deps"], name
 
 
 def test_checkpoints_persist_for_resuming_but_stay_out_of_dvc_s_cache():
-    stages = yaml.safe_load((PROJECT_ROOT / "dvc.yaml").read_text())["stages"]
+    stages = pipeline_stages()
     for role in ("train", "reference"):
         outs = [out for out in stages[role]["do"]["outs"] if isinstance(out, dict)]
         assert {f"checkpoints/{role}/${{key}}.pt": {"persist": True, "cache": False}} in outs, role
@@ -246,14 +245,14 @@ def test_repro_then_experiment(tmp_path):
     run(project, "git", "commit", "-qm", "project")
 
     first = run(project, "dvc", "repro")
-    assert stages_run(first) == {"check", "probe", "report"} | {
+    assert stages_run(first) == {CHECK_STAGE, "probe", "report"} | {
         f"{kind}@{sweep}" for kind in ("sweep", "sweep_summary") for sweep in SWEEPS
     } | stages_of("train", "reference", "evaluate", "benchmark", "speedup", "predict") | {
         f"{kind}@{dataset}" for kind in ("download", "prepare") for dataset in DATASETS
     }, "resnet50 has no data stages"
     assert_the_report_shows_every_seed_experiment(project / "report" / "index.html")
     again = run(project, "dvc", "repro")
-    assert stages_run(again) == {"check"} and "as at the last passing check: it stands" in again, again
+    assert stages_run(again) == {CHECK_STAGE} and "as at the last passing check: it stands" in again, again
     assert "dp on fashion_mnist skipped" in again, "the check's findings are repeated"
     shown = run(project, "dvc", "metrics", "show")
     header, *rows = shown.splitlines()
@@ -310,7 +309,8 @@ def test_repro_then_experiment(tmp_path):
     # One workload's answer, as a user asks for it: its stages and what they need, nothing else (which stages each
     # params key re-runs in the whole pipeline: tests/test_dvc_yaml_paths.py).
     experiment = run(project, "dvc", "exp", "run", "-S", "strategy=model_parallel", "speedup@fashion_mnist")
-    assert stages_run(experiment) == {"check"} | {f"{kind}@fashion_mnist" for kind in ("train", "evaluate", "speedup")}
+    rerun = {f"{kind}@fashion_mnist" for kind in ("train", "evaluate", "speedup")}
+    assert stages_run(experiment) == {CHECK_STAGE} | rerun
     record = json.loads((project / "results/train/fashion_mnist.json").read_text())
     assert (record["strategy"], record["processes"], record["strategy_details"]["stages"]) == ("model_parallel", 1, 2)
     compared = json.loads((project / "metrics/speedup/fashion_mnist.json").read_text())

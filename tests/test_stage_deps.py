@@ -1,5 +1,5 @@
-"""Each dvc.yaml stage depends on exactly the code it runs: no stale outputs when that code changes, no re-run when
-other code does.
+"""Each pipeline stage (dvc.yaml, check/dvc.yaml) depends on exactly the code it runs: no stale outputs when that code
+changes, no re-run when other code does.
 
 A stage's code is its script (`cmd: python stages/<name>.py ...`) and the static import closure of that script within
 the parabench package, read with `ast` (nothing is imported): every `import parabench.x` and `from parabench.x import
@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+
+from tests.conftest import pipeline_stages
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "src" / "parabench"
@@ -146,9 +147,8 @@ def minimal_deps(files: frozenset[str]) -> list[str]:
 
 
 def dvc_stages() -> dict[str, dict[str, Any]]:
-    """Every stage of dvc.yaml: name -> its body (a foreach or matrix stage's `do`, or the stage itself)."""
-    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
-    return {name: stage.get("do", stage) for name, stage in stages.items()}
+    """Every stage of the pipeline files: name -> its body (a foreach or matrix stage's `do`, or the stage itself)."""
+    return {name: stage.get("do", stage) for name, stage in pipeline_stages().items()}
 
 
 def script_of(name: str, body: dict[str, Any]) -> str:
