@@ -186,7 +186,7 @@ class CellFigures(Record):
     status: Literal["ran"] = Field(description="the cell ran (a skipped one holds only `status` and `reason`)")
     unit: str = Field(description="what a batch is made of: sample or episode")
     rate: float = Field(description="units a second at the median step of every round's steps together")
-    rate_ci95: list[float] = Field(description="the rate's 95% bootstrap interval (each round resampled in itself)")
+    rate_ci95: list[float] = Field(description="the rate's 95% bootstrap interval (rounds, then each one's steps)")
     median_precision: float = Field(description="half the median step's 95% interval, over the median")
     step_durations_by_round: list[list[float]] = Field(description="every timed step, round by round, in seconds")
     rate_slowest_round: float = Field(description="the rate at the slowest round's median step")
@@ -215,7 +215,7 @@ class CellFigures(Record):
     communication_share: float | None = Field(description="the median step's share spent communicating")
     communication_hidden_share: float | None = Field(description="the share of that all-reduce hidden by backward")
     speedup: float | None = Field(description="the cell's rate over single's, rounds paired (stats.ratio_interval)")
-    speedup_ci95: list[float] | None = Field(description="its 95% bootstrap interval, rounds paired")
+    speedup_ci95: list[float] | None = Field(description="its 95% bootstrap interval, rounds paired and redrawn")
     speedup_verdict: Verdict | None = Field(description="against 1 and the noise floor")
     scaling_efficiency: float | None = Field(description="speedup over devices")
     efficiency_vs_ceiling: float | None = Field(description="the rate over the ceiling's (data-parallel cells)")
@@ -238,7 +238,7 @@ class NoiseFloor(Record):
     smallest_difference: float = Field(description="params.yaml's smallest_difference: the least floor")
     aa_ratio: float | None = Field(default=None, description="single's rate over the control's")
     aa_ci95: list[float] | None = Field(default=None, description="its 95% bootstrap interval")
-    aa_floor: float | None = Field(default=None, description="how far from 1 that interval reaches (0.05: 5%)")
+    aa_floor: float | None = Field(default=None, description="how far from 1 the A/A ratio is (0.05: 5%)")
     why_none: str | None = Field(default=None, description="why no floor was measured")
 
 
@@ -302,7 +302,9 @@ class PredictionCheck(Record):
     predicted_exposed_communication_s: float = Field(description="its communication (or bubble) left exposed")
     measured_step_s: float = Field(description="the cell's measured median step")
     error: float = Field(description="predicted over measured, minus 1")
-    allowed_error: float = Field(description="the goal: 15%, or 3x the cell's own noise where larger")
+    allowed_error: float = Field(
+        description="the goal: 15%, or 3x the cell's own noise (its median's standard error) where larger"
+    )
     within: bool = Field(description="the error within the goal")
 
 

@@ -110,7 +110,7 @@ def summarize_cells(entries: list[CellRuns], smallest_difference: float = 0.0) -
 
     Each cell that ran gets its speedup over `single` (its rate over single's) with a 95% bootstrap interval and a
     verdict: `faster` or `slower` only where the interval excludes 1 and the speedup is farther from 1 than the noise
-    floor: the farthest end of the A/A control's interval (`single_control`: single timed again as a cell of its own),
+    floor: how far the A/A control's ratio is from 1 (`single_control`: single timed again as a cell of its own),
     or `smallest_difference` where that is larger (params.yaml: what varies between runs, which one run's control
     cannot see).
     The ceiling is `devices` independent copies of `single`, each on its share of the batch, side by side with no

@@ -57,12 +57,14 @@ from parabench.records import (
     SweepCell,
     ran,
 )
+from parabench.stats import Z_95
 from parabench.strategies.partition import split_costs
 
 GRADIENT_BYTES_PER_PARAMETER = 4  # float32
 DDP_BUCKET_BYTES = 25 * 2**20  # DistributedDataParallel's default bucket_cap_mb
 BACKWARD_SHARE = 2 / 3  # of forward and backward: the backward pass does about twice the forward's work
 GOAL, MEDIAN_GOAL = 0.15, 0.08  # each cell within 15% (or 3x its own noise, where larger); the median within 8%
+NOISE_MULTIPLE = 3  # a cell's noise: its median's standard error, the 95% interval's half-width over Z_95
 PREDICTED = ("dp", "ddp", "allreduce", "fsdp", "pipeline", "model_parallel")
 ONE_PROCESS = ("dp",)  # one process drives every device: never beyond one node
 STAGED = ("pipeline", "model_parallel")  # a cut model: predicted from its stages' seconds
@@ -167,7 +169,7 @@ def check(label: str, figures: CellFigures, predicted: StepPrediction) -> Predic
     """A cell's measured median step against its prediction: the error, and whether it is within the goal."""
     measured = figures.step_time_s.median
     error = relative_error(predicted.step_s, measured)
-    allowed = max(GOAL, 3 * figures.median_precision)
+    allowed = max(GOAL, NOISE_MULTIPLE * figures.median_precision / Z_95)
     return PredictionCheck(
         cell=label,
         devices=figures.devices,
