@@ -136,18 +136,16 @@ def ratio_interval(
 
 def _resampled_round_median(steps: list[float], generator: np.random.Generator) -> np.ndarray:
     """RESAMPLES bootstrap medians of one round's steps."""
-    values = np.asarray(steps)
-    medians: np.ndarray = np.median(values[generator.integers(0, len(values), (RESAMPLES, len(values)))], axis=1)
+    medians: np.ndarray = np.median(_resampled_steps(steps, generator, len(steps)), axis=1)
     return medians
 
 
-def noise_floor(control: tuple[float, float, float]) -> float:
+def noise_floor(control_ratio: float) -> float:
     """How far from 1 the ratio of two cells running the very same thing (the A/A control) came out in this run: the
     difference this run made between identical cells (their places in the rounds, the cores they got). A difference
     no larger than this is within the run's own noise. Not its interval's far end: every interval holds the rounds'
     spread already (ratio_interval), and a floor that counted it again reached 65% in a run on a busy VM."""
-    point, _, _ = control
-    return abs(point - 1)
+    return abs(control_ratio - 1)
 
 
 def ratio_verdict(ratio: tuple[float, float, float], floor: float | None) -> str:

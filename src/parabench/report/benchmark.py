@@ -193,7 +193,7 @@ def noise_of(reference: CellFigures | None, control: CellFigures | None, smalles
             why_none="the A/A control did not run (benchmark.strategies must list single)",
         )
     point, low, high = ratio(control, reference)
-    measured = noise_floor((point, low, high))
+    measured = noise_floor(point)
     return NoiseFloor(
         floor=max(measured, smallest_difference),
         control=CONTROL,
