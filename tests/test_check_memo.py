@@ -10,7 +10,7 @@ import pytest
 
 from parabench.data.source import folder_fingerprint
 from parabench.engine import check_memo
-from parabench.engine.check_memo import MEMO_FILE, recall, remember
+from parabench.engine.check_memo import MEMO_FILE, kept_variables, recall, remember
 
 
 @pytest.fixture
@@ -86,3 +86,17 @@ def test_an_environment_variable_or_the_machine_runs_the_whole_check(project, mo
     assert recall()
     monkeypatch.setattr(check_memo, "gpu_signs", lambda: ["/proc/driver/nvidia/gpus: NVIDIA H100 at 0000:3b:00.0"])
     assert not recall()
+
+
+def test_what_make_and_an_activated_virtual_environment_set_leaves_the_memo_standing(project, monkeypatch):
+    """`make run` starts DVC with make's variables, a user's shell with activate's: neither changes a result."""
+    shell = {"PATH": "/project/.venv/bin:/usr/bin", "ATEN_CPU_CAPABILITY": "avx2", "SHLVL": "2"}
+    under_make = {**shell, "MAKEFLAGS": "", "MAKELEVEL": "1", "MFLAGS": "", "SHLVL": "3", "DVC_NO_ANALYTICS": "1"}
+    activated = {**shell, "VIRTUAL_ENV": "/project/.venv", "VIRTUAL_ENV_PROMPT": "(.venv) "}
+    assert kept_variables(under_make) == kept_variables(activated) == {k: v for k, v in shell.items() if k != "SHLVL"}
+    monkeypatch.setattr(check_memo, "STARTING_ENVIRONMENT", kept_variables(under_make))
+    remember(project, [])
+    monkeypatch.setattr(check_memo, "STARTING_ENVIRONMENT", kept_variables(activated))
+    assert recall()
+    monkeypatch.setattr(check_memo, "STARTING_ENVIRONMENT", kept_variables({**activated, "OMP_NUM_THREADS": "1"}))
+    assert not recall(), "a variable that changes how torch runs is still compared"

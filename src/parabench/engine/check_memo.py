@@ -15,6 +15,7 @@ import logging
 import os
 import platform
 import sys
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -28,11 +29,23 @@ log = logging.getLogger("parabench.check")
 MEMO_FILE = Path(".dvc/tmp/parabench-check.json")
 INPUT_FILES = ("params.yaml",)
 CODE_FOLDERS = ("src", "stages")
-SHELL_VARIABLES = frozenset({"_", "OLDPWD", "SHLVL"})  # set by the shell for each command, read by nothing here
+# Set for each command by the shell, by make (and the Makefile's DVC switch) or by a virtual environment's activate
+# script, and read by nothing here: `make run`, then `dvc repro` typed in an activated shell, differ in these alone.
+UNREAD_VARIABLES = frozenset(
+    {"_", "OLDPWD", "SHLVL", "MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKE_TERMOUT", "MAKE_TERMERR", "DVC_NO_ANALYTICS"}
+    | {"VIRTUAL_ENV", "VIRTUAL_ENV_PROMPT", "PS1"}
+)
 FOLDER_FIELDS = ("files", "bytes", "digest")  # what folder_fingerprint adds to a source record
+
+
+def kept_variables(environment: Mapping[str, str]) -> dict[str, str]:
+    """The environment variables the fingerprint covers: all but UNREAD_VARIABLES."""
+    return {name: value for name, value in environment.items() if name not in UNREAD_VARIABLES}
+
+
 # The environment as this process started (the stage script imports this module first): importing torch sets
 # variables of its own (TORCHINDUCTOR_CACHE_DIR), which the next stage process does not start with.
-STARTING_ENVIRONMENT = {name: value for name, value in os.environ.items() if name not in SHELL_VARIABLES}
+STARTING_ENVIRONMENT = kept_variables(os.environ)
 
 
 def machine_facts() -> dict[str, Any]:
