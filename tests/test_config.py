@@ -1,5 +1,7 @@
 """params.yaml validation: every bad value stops with one message naming the key, the value and the fix."""
 
+from typing import get_args
+
 import pytest
 import torch
 
@@ -9,6 +11,10 @@ from parabench.engine.check import check_all
 from parabench.engine.plan import make_plan
 from parabench.errors import ConfigError, StrategyUnavailable
 from parabench.runtime.hardware import resolve
+from parabench.strategies import STRATEGIES
+from parabench.strategies.options import StrategyName
+from parabench.workloads import WORKLOADS
+from parabench.workloads.contract import WorkloadName
 
 
 def test_committed_params_are_valid(base_params, write_params):
@@ -379,3 +385,9 @@ def test_the_cells_old_precision_key_names_its_new_name(base_params, write_param
     timing["precision"] = timing.pop("median_within")
     with pytest.raises(ConfigError, match=r"precision: renamed median_within"):
         load_params(write_params(base_params))
+
+
+def test_the_schema_names_the_registries_strategies_and_workloads_in_their_order():
+    """params.yaml's choices are typed Literals (mypy reads them); the registries are what runs: one list each."""
+    assert get_args(StrategyName) == tuple(STRATEGIES)
+    assert get_args(WorkloadName) == tuple(WORKLOADS)

@@ -24,14 +24,12 @@ from parabench.strategies.options import (
     PipelineOptions,
     PipelineSchedule,
     Precision,
+    StrategyName,
 )
 from parabench.workloads import WORKLOADS, TrainSettings
+from parabench.workloads.contract import WorkloadName
 
 PARAMS_FILE = Path("params.yaml")
-# The registries' names as Literal choices (pydantic lists them in errors); built at import, so mypy cannot read
-# them as a type: each `Literal[..._NAMES]` below carries `type: ignore[valid-type]` for that reason alone.
-STRATEGY_NAMES = tuple(STRATEGIES)
-WORKLOAD_NAMES = tuple(WORKLOADS)
 
 
 class Strict(BaseModel):
@@ -43,7 +41,7 @@ class Strict(BaseModel):
 class Reference(Strict):
     """The run every speedup is measured against."""
 
-    strategy: Literal[STRATEGY_NAMES]  # type: ignore[valid-type]
+    strategy: StrategyName
 
 
 class PipelineParams(Strict):
@@ -110,7 +108,7 @@ class CellTiming(Strict):
 class BenchmarkOptions(CellTiming):
     """The benchmark stage: which strategies, and how their cells are timed."""
 
-    strategies: Annotated[list[Literal[STRATEGY_NAMES]], Field(min_length=1)]  # type: ignore[valid-type]
+    strategies: Annotated[list[StrategyName], Field(min_length=1)]
 
     @field_validator("strategies")
     @classmethod
@@ -139,8 +137,8 @@ class Sweep(CellTiming):
     strategy, to sweep a knob across strategies), on the inputs it names; `single` and `model_parallel` are timed
     beside it as reference lines."""
 
-    workload: Literal[WORKLOAD_NAMES]  # type: ignore[valid-type]
-    strategy: Literal[STRATEGY_NAMES]  # type: ignore[valid-type]
+    workload: WorkloadName
+    strategy: StrategyName
     inputs: str  # what its cells read, as params.yaml `inputs` says for a workload (the stage's DVC dependency)
     param: str  # a dotted params.yaml key, e.g. pipeline.split_size.resnet50
     values: Values | dict[str, Values]  # the values to time, at every scale or per scale
@@ -165,8 +163,8 @@ class Sweep(CellTiming):
         for name, overrides in value.items():
             if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
                 raise ValueError(f"curve name {name!r} becomes a file name: use letters, digits, '_', '.', '-'")
-            if overrides.get("strategy", STRATEGY_NAMES[0]) not in STRATEGY_NAMES:
-                raise ValueError(f"curve {name}: strategy {overrides['strategy']!r} is none of {list(STRATEGY_NAMES)}")
+            if overrides.get("strategy", "single") not in STRATEGIES:
+                raise ValueError(f"curve {name}: strategy {overrides['strategy']!r} is none of {list(STRATEGIES)}")
         return value
 
     @model_validator(mode="after")
@@ -211,7 +209,7 @@ DataSources = create_model("DataSources", __base__=DownloadDeadline, **DATA_FIEL
 class Params(Strict):
     """The whole of params.yaml."""
 
-    strategy: Literal[STRATEGY_NAMES]  # type: ignore[valid-type]
+    strategy: StrategyName
     accumulate: Annotated[int, Field(ge=1)] = 1  # micro-steps per optimiser step (gradient accumulation)
     precision: Precision = "32"  # what the forward computes in (autocast); the reference stays at 32
     activation_checkpointing: Checkpointing = "none"  # blocks: each block's forward recomputed in backward

@@ -17,6 +17,7 @@ import math
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -256,7 +257,7 @@ def read_cell_runs(path: Path) -> MeasuredCells:
     return MeasuredCells(cells, StageTime(**measured["stage"]), measured["environment"])
 
 
-def benchmark_cells(workload: str, strategies: list[str], devices: int) -> list[Cell]:
+def benchmark_cells(workload: str, strategies: Sequence[str], devices: int) -> list[Cell]:
     """Every listed strategy, `single` again in the middle of the order (the A/A control, as far from `single` as
     the rotation allows), plus `devices` copies of `single` side by side: what the shared machine allows."""
     cells = [Cell(workload, strategy) for strategy in strategies]
@@ -269,7 +270,9 @@ def benchmark_cells(workload: str, strategies: list[str], devices: int) -> list[
     return cells
 
 
-def plan_benchmark(raw_params: dict[str, Any], workload: str, strategies: list[str], devices: int) -> list[CellRuns]:
+def plan_benchmark(
+    raw_params: dict[str, Any], workload: str, strategies: Sequence[str], devices: int
+) -> list[CellRuns]:
     """The benchmark of `workload` (its strategies and the ceiling over `devices`), each cell planned or skipped."""
     return [plan_cell(raw_params, cell) for cell in benchmark_cells(workload, strategies, devices)]
 

@@ -1,4 +1,4 @@
-"""The strategy registry: adding a strategy is one file and one line here."""
+"""The strategy registry: adding a strategy is one file, one line here and its name in options.StrategyName."""
 
 from parabench.strategies import allreduce, ddp, dp, fsdp, model_parallel, pipeline, single
 from parabench.strategies.base import Parallelized, Strategy

@@ -1,4 +1,4 @@
-"""The workload registry: one module per workload, one line here."""
+"""The workload registry: one module per workload, one line here, its name in contract.WorkloadName."""
 
 from typing import Any
 

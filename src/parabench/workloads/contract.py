@@ -21,6 +21,9 @@ from parabench.batch import Batch
 from parabench.data.provenance import Provenance
 from parabench.stats import mean_and_interval
 
+# params.yaml's workload names: the registry's keys in its order (workloads/__init__.py; tests/test_config.py)
+WorkloadName = Literal["fashion_mnist", "miniimagenet", "hotdog", "resnet50"]
+
 
 class TrainSettings(BaseModel):
     """Hyper-parameters every workload has, at one scale; a workload adds its own."""
