@@ -8,7 +8,8 @@ user would know before buying: one device's published throughput, the model's si
 Data-parallel setups: a device computes its batch at the single-device rate; the ring all-reduce of every gradient
 crosses the network beyond `devices_per_node` devices (a flat ring: each node's link carries one ring edge), hidden
 behind the backward pass but for the last fused buffer (ddp). Pipeline setups: the schedule's bound, (m + S - 1)
-equal stage times for equal stages, plus the published cost of cutting the model, times the source's own
+equal stage times for equal stages, where a published `balance` gives each stage its layers' cost on the device's
+roofline (benchmarks/roofline.py), plus the published cost of cutting the model, times the source's own
 one-device pipeline factor; where the source checkpoints micro-batches (torchgpipe's default, `except_last`), each
 checkpointed micro-batch runs its forward again in backward (a third of its compute), for the one-device pipeline
 the factor was measured on as for the pipeline predicted. Prints published, predicted and the error per setup, and
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from roofline import stage_costs, torchgpipe_resnet101_layers
 
 from parabench.prediction import PRESETS, Links, data_parallel_step, pipeline_step
 
@@ -76,9 +78,19 @@ def recomputed(micro_batches: int, checkpointing: str) -> float:
     return 1 + (1 - BACKWARD_SHARE) * again / micro_batches
 
 
+def relative_stage_costs(setup: dict[str, Any]) -> list[float]:
+    """The setup's `stage_costs`, or those of its published `balance` of ResNet-101 on its `device`'s roofline."""
+    if "stage_costs" in setup:
+        return list(setup["stage_costs"])
+    device = setup["device"]
+    return stage_costs(
+        torchgpipe_resnet101_layers(), setup["balance"], device["peak_flops"], device["memory_bandwidth"]
+    )
+
+
 def pipelined(setup: dict[str, Any]) -> Outcome:
     """The published speedup against the predicted one (module docstring)."""
-    single, micro_batches, costs = setup["single_device_step_s"], setup["micro_batches"], setup["stage_costs"]
+    single, micro_batches, costs = setup["single_device_step_s"], setup["micro_batches"], relative_stage_costs(setup)
     stage_seconds = [single * cost / sum(costs) / micro_batches for cost in costs]
     checkpointing = setup.get("checkpointing", "never")
     step = pipeline_step(stage_seconds, micro_batches).step_s * recomputed(micro_batches, checkpointing)

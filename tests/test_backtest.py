@@ -1,6 +1,6 @@
 """The back-test against published scaling tables (benchmarks/backtest.py): the setups file parses, every setup cites
-its source, and the prediction holds where it is known to (Horovod's three models, seed 001, torchgpipe's pipelines
-over 2 and 4 GPUs)."""
+its source, the prediction holds where it is known to (Horovod's three models, seed 001, torchgpipe's pipelines over
+2 and 4 GPUs), and a published balance's stage costs come from each layer's roofline (benchmarks/roofline.py)."""
 
 import sys
 from pathlib import Path
@@ -11,6 +11,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from backtest import SETUPS, Outcome, backtest, recomputed  # noqa: E402
+from roofline import Layer, stage_costs, torchgpipe_resnet101_layers  # noqa: E402
 
 
 def test_every_setup_cites_its_source():
@@ -46,3 +47,26 @@ def test_checkpointed_micro_batches_run_their_forward_again():
     assert recomputed(2, "except_last") == pytest.approx(1 + 1 / 6)
     assert recomputed(1667, "except_last") == pytest.approx(1 + 1 / 3, abs=1e-3)
     assert recomputed(4, "always") == pytest.approx(1 + 1 / 3)
+
+
+def test_a_layer_takes_the_longer_of_its_compute_and_its_memory_traffic():
+    convolution = Layer(flops=2e9, elements_in=1000, elements_out=1000)  # 8 kB in fp32
+    norm = Layer(flops=0.0, elements_in=10**6, elements_out=10**6)  # 8 MB
+    assert convolution.seconds(peak_flops=1e12, bandwidth=1e9) == pytest.approx(2e-3)
+    assert norm.seconds(peak_flops=1e12, bandwidth=1e9) == pytest.approx(8e-3)
+
+
+def test_torchgpipe_resnet101_is_its_370_layers_of_7_8_billion_multiply_adds():
+    layers = torchgpipe_resnet101_layers()
+    assert len(layers) == 370
+    assert sum(layer.flops for layer in layers) / 2 == pytest.approx(7.8e9, rel=0.01)  # He et al. 2016, Table 1
+    assert layers[0].elements_in == 3 * 224 * 224 and layers[-1].elements_out == 1000
+
+
+def test_a_balance_of_equal_layer_counts_is_not_one_of_equal_costs():
+    """ResNet-101's early layers work on large activations: on a P40's roofline its first 185 layers (the stem,
+    layer1, layer2 and the start of layer3) cost more than its last 185."""
+    first, last = stage_costs(torchgpipe_resnet101_layers(), [185, 185], 11.76e12, 346e9)
+    assert first > 1.05 * last
+    with pytest.raises(ValueError, match="all 370 layers"):
+        stage_costs(torchgpipe_resnet101_layers(), [100, 100], 11.76e12, 346e9)
