@@ -44,14 +44,14 @@ def buckets(grads: list[Tensor]) -> list[list[Tensor]]:
 
 
 def average_gradients(model: nn.Module, world_size: int) -> None:
-    """Sum each flat bucket of gradients over all processes, divide by their number, copy back."""
+    """Sum each flat bucket of gradients over all processes, and divide by their number while copying back: two
+    passes over the gradients' memory, as DDP's reducer makes (it divides while copying into its bucket)."""
     grads = [p.grad for p in model.parameters() if p.grad is not None]
     for bucket in buckets(grads):
         flat = torch.cat([grad.reshape(-1) for grad in bucket])
         dist.all_reduce(flat, op=dist.ReduceOp.SUM)
-        flat /= world_size
-        for grad, averaged in zip(bucket, flat.split([grad.numel() for grad in bucket])):
-            grad.copy_(averaged.view_as(grad))
+        for grad, summed in zip(bucket, flat.split([grad.numel() for grad in bucket])):
+            torch.div(summed.view_as(grad), world_size, out=grad)
 
 
 class GradientAverage:
