@@ -1,5 +1,5 @@
 """Quality with its uncertainty: the mean's interval, the paired difference, the exact McNemar test, the words; and
-timings: a ratio of step times paired by round."""
+timings: a ratio of step times paired by round, and whether two estimates of one ratio agree."""
 
 import math
 import statistics
@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from parabench.stats import (
+    estimates_agree,
     in_words,
     mcnemar_p,
     mean_and_interval,
@@ -98,3 +99,19 @@ def test_rounds_that_disagree_widen_the_interval():
     assert unsteady[2] - unsteady[1] > steady[2] - steady[1]
     with pytest.raises(ValueError, match="at least one round"):
         ratio_interval([], [[0.1]])
+
+
+def test_two_estimates_agree_when_their_gap_is_within_their_intervals_combined():
+    """Each outside the other's interval, yet within the two half-widths combined in quadrature: the same thing
+    measured twice; intervals that barely touch are not (overlap would accept a gap of both half-widths added)."""
+    assert estimates_agree((1.0, 0.95, 1.05), (1.0, 0.95, 1.05))
+    assert estimates_agree((1.0, 0.95, 1.05), (1.06, 1.01, 1.11))
+    assert estimates_agree((1.06, 1.01, 1.11), (1.0, 0.95, 1.05)), "the order of the two does not matter"
+    assert not estimates_agree((1.0, 0.95, 1.05), (1.10, 1.05, 1.15)), "touching intervals: a gap of 10%"
+    assert not estimates_agree((1.5, 1.47, 1.53), (2.0, 1.96, 2.04))
+
+
+def test_the_half_width_that_counts_is_the_one_facing_the_other_estimate():
+    """A long tail away from the other estimate buys no agreement; one toward it does."""
+    assert not estimates_agree((1.0, 0.5, 1.02), (1.1, 1.08, 1.2))
+    assert estimates_agree((1.0, 0.98, 1.2), (1.1, 1.0, 1.12))

@@ -150,7 +150,9 @@ class Speedups(Record):
     speedup_benchmark_ci95: list[float] | None = Field(description="its 95% interval")
     speedup_training_runs: float = Field(description="the reference's training time over the run's")
     speedup_training_runs_ci95: list[float] = Field(description="its 95% interval")
-    speedups_agree: bool | None = Field(description="whether the two intervals overlap; None: one figure only")
+    speedups_agree: bool | None = Field(
+        description="whether the two agree within their intervals combined (stats.estimates_agree); None: one figure"
+    )
 
 
 class Comparison(Record):

@@ -140,6 +140,17 @@ def _resampled_round_median(steps: list[float], generator: np.random.Generator) 
     return medians
 
 
+def estimates_agree(first: tuple[float, float, float], second: tuple[float, float, float]) -> bool:
+    """Whether two independent estimates of one ratio (each a point with its 95% interval) agree: their difference, on
+    a log scale, is within the two intervals' half-widths combined in quadrature, each half-width taken on the side
+    that faces the other estimate (the z-test of a difference, from asymmetric intervals). Stricter than asking that
+    the intervals overlap, which lets two estimates differ by both half-widths added; about 1 pair in 20 of the same
+    thing disagrees by chance."""
+    (low_point, low_interval), (high_point, high_interval) = sorted([(first[0], first[1:]), (second[0], second[1:])])
+    gap = math.log(high_point / low_point)
+    return gap <= math.hypot(math.log(low_interval[1] / low_point), math.log(high_point / high_interval[0]))
+
+
 def noise_floor(control_ratio: float) -> float:
     """How far from 1 the ratio of two cells running the very same thing (the A/A control) came out in this run: the
     difference this run made between identical cells (their places in the rounds, the cores they got). A difference

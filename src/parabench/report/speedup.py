@@ -6,9 +6,9 @@ rounds, so that noise hit them alike, beside an A/A control; the training runs' 
 reference's median step over the run's, their step counts counted) ran minutes or experiments apart, where other
 work or a slower spell of a shared machine can distort either. The headline `speedup` is the benchmark's whenever the
 benchmark timed the run's strategy (`speedup_from` says which), each with its 95% bootstrap interval;
-`speedups_agree` says whether the two intervals overlap. `speedup_end_to_end` is the ratio of the two jobs' wall times
-from launch to the last checkpoint: what a user waits for, start-up (torchrun, process group) and the evaluation
-after each epoch included.
+`speedups_agree` says whether the two agree within their noise (stats.estimates_agree). `speedup_end_to_end` is the
+ratio of the two jobs' wall times from launch to the last checkpoint: what a user waits for, start-up (torchrun,
+process group) and the evaluation after each epoch included.
 """
 
 from typing import Any
@@ -17,7 +17,7 @@ from parabench.data.provenance import Provenance
 from parabench.data.registry import origin_tag
 from parabench.records import CellsSummary, Comparison, Evaluation, Ranking, RunRecord, Speedups, ran
 from parabench.report.benchmark import REFERENCE, ratio
-from parabench.stats import in_words, ratio_interval
+from parabench.stats import estimates_agree, in_words, ratio_interval
 from parabench.workloads import WORKLOADS
 
 DRAWN = "synthetic, seeded"
@@ -27,7 +27,8 @@ INTERLEAVED_NOTE = (
     "benchmark), else the training runs' (speedup_from: training_runs), with its 95% interval; speedup_benchmark: "
     "the reference's rate over the run's in the benchmark stage's interleaved rounds, beside an A/A control; "
     "speedup_training_runs: the reference's median training step over the run's (their step counts counted), timed "
-    "minutes apart, so a slow spell of the machine can distort it; speedups_agree: whether their intervals overlap; "
+    "minutes apart, so a slow spell of the machine can distort it; speedups_agree: whether they agree within their "
+    "intervals combined; "
     "speedup_end_to_end: the reference job's wall time over the run's, start-up and evaluation included; contended: "
     "other programs took more than 10% of the CPU while a run was timed."
 )
@@ -49,11 +50,6 @@ def training_runs_speedup(run: RunRecord, reference: RunRecord) -> tuple[float, 
     point = reference.train_time_s / run.train_time_s
     steps, low, high = ratio_interval([reference.step_durations], [run.step_durations])
     return point, point * low / steps, point * high / steps
-
-
-def intervals_overlap(first: tuple[float, float, float], second: tuple[float, float, float]) -> bool:
-    """Whether two figures' intervals share any value."""
-    return first[1] <= second[2] and second[1] <= first[2]
 
 
 def end_to_end_speedup(run: RunRecord, reference: RunRecord) -> float | None:
@@ -93,7 +89,7 @@ def speedups(run: RunRecord, reference: RunRecord, benchmark: CellsSummary | Non
         speedup_benchmark_ci95=list(interleaved[1:]) if interleaved else None,
         speedup_training_runs=training_runs[0],
         speedup_training_runs_ci95=list(training_runs[1:]),
-        speedups_agree=intervals_overlap(interleaved, training_runs) if interleaved else None,
+        speedups_agree=estimates_agree(interleaved, training_runs) if interleaved else None,
     )
 
 

@@ -31,9 +31,9 @@ WIDTH = 120
 SPEEDUPS = (
     "speedups over the reference: speedup, the headline, from the benchmark's interleaved rounds with its 95% "
     "interval (marked * where the benchmark did not time the strategy: then from the training runs); "
-    "training_runs, the two runs' median steps, timed minutes apart; agree: whether the two figures' 95% "
-    "intervals overlap (results/speedup has both); end_to_end, the jobs' wall times: start-up and the "
-    "evaluation after each epoch included"
+    "training_runs, the two runs' median steps, timed minutes apart; agree: whether the two figures agree "
+    "within their 95% intervals combined (results/speedup has both); end_to_end, the jobs' wall times: "
+    "start-up and the evaluation after each epoch included"
 )
 WHERE = """Files: metrics/ (what `dvc metrics show` and `dvc exp show` compare), results/ (every figure with its
 environment, load and per-rank memory), plots/ (`dvc plots show`; plots/figures holds the benchmark and sweep
