@@ -49,9 +49,9 @@ def shared(first: dict[str, BenchmarkResults], second: dict[str, BenchmarkResult
     return [workload for workload in WORKLOADS if workload in first and workload in second]
 
 
-def speedup(cell: CellFigures | None) -> tuple[float, float, float] | None:
-    """The cell's speedup over single with its 95% interval, where it ran and was compared."""
-    if cell is None or cell.speedup is None or cell.speedup_ci95 is None:
+def speedup(cell: CellFigures) -> tuple[float, float, float] | None:
+    """The cell's speedup over single with its 95% interval, where single ran beside it."""
+    if cell.speedup is None or cell.speedup_ci95 is None:
         return None
     low, high = cell.speedup_ci95
     return cell.speedup, low, high
@@ -62,19 +62,21 @@ def rows(first: dict[str, BenchmarkResults], second: dict[str, BenchmarkResults]
     table = []
     for workload in shared(first, second):
         for label in first[workload].cells:
-            cells = ran(first[workload].cells, label), ran(second[workload].cells, label)
-            figures = speedup(cells[0]), speedup(cells[1])
-            if label == REFERENCE or cells[0] is None or cells[1] is None or figures[0] is None or figures[1] is None:
+            one, other = ran(first[workload].cells, label), ran(second[workload].cells, label)
+            if label == REFERENCE or one is None or other is None:
+                continue
+            figures = speedup(one), speedup(other)
+            if figures[0] is None or figures[1] is None:
                 continue
             table.append(
                 {
                     "workload": workload,
                     "cell": label,
-                    "first": speedup_text(cells[0]),
-                    "second": speedup_text(cells[1]),
+                    "first": speedup_text(one),
+                    "second": speedup_text(other),
                     "agree": estimates_agree(figures[0], figures[1]),
-                    "first_verdict": cells[0].speedup_verdict,
-                    "second_verdict": cells[1].speedup_verdict,
+                    "first_verdict": one.speedup_verdict,
+                    "second_verdict": other.speedup_verdict,
                 }
             )
     return table

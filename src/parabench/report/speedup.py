@@ -28,9 +28,8 @@ INTERLEAVED_NOTE = (
     "the reference's rate over the run's in the benchmark stage's interleaved rounds, beside an A/A control; "
     "speedup_training_runs: the reference's median training step over the run's (their step counts counted), timed "
     "minutes apart, so a slow spell of the machine can distort it; speedups_agree: whether they agree within their "
-    "intervals combined; "
-    "speedup_end_to_end: the reference job's wall time over the run's, start-up and evaluation included; contended: "
-    "other programs took more than 10% of the CPU while a run was timed."
+    "intervals combined; speedup_end_to_end: the reference job's wall time over the run's, start-up and evaluation "
+    "included; contended: other programs took more than 10% of the CPU while a run was timed."
 )
 
 
