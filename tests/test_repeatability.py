@@ -1,5 +1,6 @@
 """Two runs compared (report/repeatability.py): each speedup against the other run's, within their noise; the same
-run twice agrees everywhere, a cell moved beyond its noise is named, and a folder without results is refused."""
+run twice agrees everywhere, a cell moved beyond its noise is named, and a folder without results, or with results
+another version wrote, is refused naming the file."""
 
 import json
 from pathlib import Path
@@ -43,3 +44,13 @@ def test_a_speedup_moved_beyond_both_intervals_is_named(tmp_path):
 def test_a_folder_without_benchmark_results_is_refused_by_name(tmp_path):
     with pytest.raises(ConfigError, match=r"results/benchmark/<workload>\.json"):
         benchmarks(tmp_path)
+
+
+def test_results_this_version_cannot_read_are_refused_naming_the_file(tmp_path):
+    first = project(tmp_path / "first")
+    older = first / results_file("benchmark", "fashion_mnist")
+    content = json.loads(older.read_text())
+    del content["noise"]
+    older.write_text(json.dumps(content))
+    with pytest.raises(ConfigError, match=r"results/benchmark/fashion_mnist\.json: not a benchmark summary .* noise"):
+        benchmarks(first)

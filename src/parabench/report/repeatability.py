@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pydantic import ValidationError
 
 from parabench.errors import ConfigError
 from parabench.io import read_json
@@ -29,10 +30,24 @@ from parabench.workloads import WORKLOADS
 WIDTH = 160
 
 
+def benchmark(path: Path) -> BenchmarkResults:
+    """One summarised benchmark, refused with its file named where this version cannot read it (another version of
+    parabench wrote it)."""
+    try:
+        return BenchmarkResults.model_validate(read_json(path))
+    except ValidationError as error:
+        first = error.errors()[0]
+        raise ConfigError(
+            f"{path}: not a benchmark summary this version of parabench reads ({error.error_count()} problem(s), the "
+            f"first at {'.'.join(str(part) for part in first['loc'])}: {first['msg']}); run `make run` there with "
+            "this version, or compare with the version that wrote it"
+        ) from None
+
+
 def benchmarks(folder: Path) -> dict[str, BenchmarkResults]:
     """Every workload's summarised benchmark in the project at `folder`."""
     found = {
-        workload: BenchmarkResults.model_validate(read_json(folder / results_file("benchmark", workload)))
+        workload: benchmark(folder / results_file("benchmark", workload))
         for workload in WORKLOADS
         if (folder / results_file("benchmark", workload)).is_file()
     }
