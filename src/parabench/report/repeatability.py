@@ -24,6 +24,7 @@ from parabench.records import BenchmarkResults, CellFigures, ran
 from parabench.report.answers import speedup_text
 from parabench.report.benchmark import REFERENCE
 from parabench.report.speedup import fastest_in_words
+from parabench.runtime.environment import machine_line
 from parabench.stats import estimates_agree
 from parabench.workloads import WORKLOADS
 
@@ -104,10 +105,8 @@ def answer(benchmark: BenchmarkResults) -> str:
 
 
 def machine(benchmark: BenchmarkResults) -> str:
-    """The CPU and vector ISA (and GPU, if any) the benchmark's first cell ran on."""
-    environment = next(cell.environment for cell in benchmark.cells.values() if isinstance(cell, CellFigures))
-    gpus = ", ".join(gpu["name"] for gpu in environment.get("gpus", []))
-    return f"{environment.get('cpu_model')} ({environment.get('cpu_capability')})" + (f"; {gpus}" if gpus else "")
+    """The machine the benchmark's first cell ran on, in a line (as the figures' titles give it)."""
+    return machine_line(next(cell.environment for cell in benchmark.cells.values() if isinstance(cell, CellFigures)))
 
 
 def report(first_folder: Path, second_folder: Path) -> str:
