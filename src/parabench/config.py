@@ -163,7 +163,7 @@ class Sweep(CellTiming):
         for name, overrides in value.items():
             if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
                 raise ValueError(f"curve name {name!r} becomes a file name: use letters, digits, '_', '.', '-'")
-            if overrides.get("strategy", "single") not in STRATEGIES:
+            if "strategy" in overrides and overrides["strategy"] not in STRATEGIES:
                 raise ValueError(f"curve {name}: strategy {overrides['strategy']!r} is none of {list(STRATEGIES)}")
         return value
 
