@@ -6,7 +6,7 @@ torchgpipe cuts ResNet-101 as its own nn.Sequential of 370 layers (its benchmark
 bn1, relu and maxpool; each bottleneck as identity, conv1, bn1, relu, conv2, bn2, relu, conv3, bn3, residual (with
 the downsample), relu; avgpool, flatten and fc), and publishes a balance: how many of those layers each GPU holds.
 Its benchmarks chose the balance per GPU count by profiling (balanced in time, within memory), so equal layer
-counts are not equal costs. This times each layer of torchvision's ResNet-101, in that order, on the roofline of
+counts are not equal costs. This costs each layer of torchvision's ResNet-101, in that order, on the roofline of
 the device the table was measured on: a layer takes the longer of its FLOPs at the device's peak and its bytes at
 its memory bandwidth (one sample's input and output activations in fp32; the weights, read once per micro-batch,
 are left out), forward and backward alike. A stage's cost is the sum of its layers'. Nothing is fitted to a
@@ -52,13 +52,23 @@ def counted(module: nn.Module | None, tensor: Tensor) -> tuple[Layer, Tensor]:
     return Layer(float(counter.get_total_flops()), tensor.numel(), output.numel()), output
 
 
+def counted_in_turn(modules: Sequence[nn.Module], tensor: Tensor) -> tuple[list[Layer], Tensor]:
+    """Run `modules` one after another, each counted as a layer."""
+    layers = []
+    for module in modules:
+        layer, tensor = counted(module, tensor)
+        layers.append(layer)
+    return layers, tensor
+
+
 def bottleneck_layers(block: torchvision.models.resnet.Bottleneck, tensor: Tensor) -> tuple[list[Layer], Tensor]:
     """A bottleneck as torchgpipe's 11 layers: identity, the three convolutions with their norms and ReLUs, the
     residual (with the downsample, if any) and the last ReLU."""
-    block_input, layers = tensor, [counted(None, tensor)[0]]
-    for module in (block.conv1, block.bn1, block.relu, block.conv2, block.bn2, block.relu, block.conv3, block.bn3):
-        layer, tensor = counted(module, tensor)
-        layers.append(layer)
+    block_input = tensor
+    convolutions, tensor = counted_in_turn(
+        (block.conv1, block.bn1, block.relu, block.conv2, block.bn2, block.relu, block.conv3, block.bn3), tensor
+    )
+    layers = [counted(None, block_input)[0], *convolutions]
     downsample_flops, identity = 0.0, block_input
     if block.downsample is not None:
         downsample, identity = counted(block.downsample, block_input)
@@ -74,19 +84,14 @@ def torchgpipe_resnet101_layers() -> tuple[Layer, ...]:
     """torchvision's ResNet-101, one sample, in torchgpipe's 370 layers (module docstring)."""
     model = torchvision.models.resnet101().eval()
     tensor = torch.zeros(1, *IMAGE_SHAPE)
-    layers: list[Layer] = []
     with torch.no_grad():
-        for module in (model.conv1, model.bn1, model.relu, model.maxpool):
-            layer, tensor = counted(module, tensor)
-            layers.append(layer)
+        layers, tensor = counted_in_turn((model.conv1, model.bn1, model.relu, model.maxpool), tensor)
         for stage in (model.layer1, model.layer2, model.layer3, model.layer4):
             for block in stage:
                 block_layers, tensor = bottleneck_layers(block, tensor)
                 layers.extend(block_layers)
-        for module in (model.avgpool, nn.Flatten(), model.fc):
-            layer, tensor = counted(module, tensor)
-            layers.append(layer)
-    return tuple(layers)
+        head, _ = counted_in_turn((model.avgpool, nn.Flatten(), model.fc), tensor)
+    return (*layers, *head)
 
 
 def stage_costs(layers: Sequence[Layer], balance: Sequence[int], peak_flops: float, bandwidth: float) -> list[float]:
