@@ -61,6 +61,9 @@ def test_resume_after_a_crash_matches_an_uninterrupted_run(tmp_path):
 
 def fit_fsdp_rank(rank: int, world_size: int, epochs: int, checkpoint: Path, out: Path) -> None:
     plan = tiny_plan("fsdp", setup=cpu_setup(devices=2, batch_shape=(16, 1, 28, 28)), epochs=epochs)
+    # As worker.job does: epoch_scores sets the plan's threads back after scoring, so a rank that trained epoch 1 on
+    # the machine's default instead would train epoch 2 on other kernels' rounding than a resumed run.
+    torch.set_num_threads(plan.threads)
     result = fit(plan, Process(rank, rank, world_size, torch.device("cpu")), separable_data(), checkpoint, "test data")
     if rank == 0:
         torch.save({"state": result.state_dict, "resumed_after_epoch": result.resumed_after_epoch}, out)
