@@ -1,9 +1,10 @@
-"""One training step of the Relation Network under `single`, `ddp` and `allreduce` (2 gloo ranks), episodes split.
+"""One training step of the Relation Network under `single`, `ddp`, `allreduce` and `fsdp` (2 gloo ranks), episodes
+split.
 
 The unit is an episode: each replica takes one of the global batch's two episodes. As for the ResNet, BatchNorm
-in training mode normalises each replica's own images, so we prove: with BatchNorm frozen, ddp and allreduce
-equal `single` on both episodes; with BatchNorm training they equal `single` normalising each episode apart
-("ghost batches"), and differ from `single` on both at once. Tolerance: float32 parameters after one SGD step
+in training mode normalises each replica's own images, so we prove: with BatchNorm frozen, the three equal `single`
+on both episodes; with BatchNorm training they equal `single` normalising each episode apart ("ghost batches"), and
+differ from `single` on both at once. Tolerance: float32 parameters after one SGD step
 (lr 0.1) within rtol 1e-4, atol 1e-6, as in the ResNet tests.
 """
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 from torch import Tensor, nn
+from torch.distributed.tensor import DTensor
 
 from parabench.batch import Batch
 from parabench.engine.training import shard_batches
@@ -23,6 +25,9 @@ from tests.multiprocess import run_ranks
 from tests.setups import cpu_setup
 
 WAYS, SHOTS, QUERIES, EPISODES, WORLD, LR = 3, 1, 2, 2, 2, 0.1
+# fsdp shards each of the model's top-level PerImage blocks, whose output is a view: FSDP2 warns that an in-place op
+# on it would skip the backward all-gather; none follows, which these steps prove.
+DATA_PARALLEL = ("ddp", "allreduce", "fsdp")
 RTOL, ATOL = 1e-4, 1e-6
 State = dict[str, Tensor]
 
@@ -44,7 +49,11 @@ def shard(index: int, count: int) -> Tensor:
 
 
 def parameters(model: nn.Module) -> State:
-    return {name: value.detach().clone() for name, value in model.named_parameters()}
+    """Every parameter whole: fsdp's shards are gathered (a collective: call it on every rank)."""
+    return {
+        name: (value.full_tensor() if isinstance(value, DTensor) else value).detach().clone()
+        for name, value in model.named_parameters()
+    }
 
 
 def sgd_step(model: nn.Module, step) -> None:
@@ -70,7 +79,7 @@ def single_step(batchnorm_training: bool, ghost: bool) -> State:
 def rank_steps(rank: int, world_size: int, batchnorm_training: bool, out: Path) -> None:
     torch.set_num_threads(1)
     episodes, results = make_episodes(), {}
-    for name in ("ddp", "allreduce"):
+    for name in DATA_PARALLEL:
         process = Process(rank, rank, world_size, torch.device("cpu"))
         parallel = STRATEGIES[name].apply(make_model(), process, cpu_setup(devices=WORLD, blocks=8))
         parallel.module.train(batchnorm_training)
@@ -102,11 +111,11 @@ def test_each_replica_takes_whole_episodes():
 
 
 @pytest.mark.slow
-def test_ddp_and_allreduce_equal_single_with_frozen_batchnorm(tmp_path):
+def test_data_parallel_strategies_equal_single_with_frozen_batchnorm(tmp_path):
     reference = single_step(batchnorm_training=False, ghost=False)
     assert max_difference(reference, parameters(make_model())) > 1e-4, "the step changed nothing"
     for rank in run(tmp_path, batchnorm_training=False):
-        for name in ("ddp", "allreduce"):
+        for name in DATA_PARALLEL:
             assert_same(rank[name], reference)
 
 
@@ -114,6 +123,6 @@ def test_ddp_and_allreduce_equal_single_with_frozen_batchnorm(tmp_path):
 def test_with_training_batchnorm_they_equal_ghost_batches(tmp_path):
     ghost, together = single_step(True, ghost=True), single_step(True, ghost=False)
     for rank in run(tmp_path, batchnorm_training=True):
-        for name in ("ddp", "allreduce"):
+        for name in DATA_PARALLEL:
             assert_same(rank[name], ghost)
             assert max_difference(rank[name], together) > 100 * ATOL, "per-replica BatchNorm should differ"
