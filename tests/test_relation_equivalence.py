@@ -4,8 +4,8 @@ split.
 The unit is an episode: each replica takes one of the global batch's two episodes. As for the ResNet, BatchNorm
 in training mode normalises each replica's own images, so we prove: with BatchNorm frozen, the three equal `single`
 on both episodes; with BatchNorm training they equal `single` normalising each episode apart ("ghost batches"), and
-differ from `single` on both at once. Tolerance: float32 parameters after one SGD step
-(lr 0.1) within rtol 1e-4, atol 1e-6, as in the ResNet tests.
+differ from `single` on both at once. Tolerance: float32 parameters after one SGD step (lr 0.1) within rtol 1e-4,
+atol 1e-6, as in the ResNet tests.
 """
 
 from pathlib import Path
