@@ -7,6 +7,7 @@ One small model only: inductor compiles a block's forward and backward in C++ in
 
 import copy
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -15,10 +16,14 @@ from torch._inductor.runtime.cache_dir_utils import default_cache_dir
 
 from parabench.config import load_params
 from parabench.engine.plan import check_compile, make_plan
+from parabench.engine.training import fit
 from parabench.errors import ConfigError
 from parabench.models.checkpointing import checkpoint_blocks
 from parabench.models.compiled import compile_blocks
+from parabench.runtime.process import Process
 from parabench.strategies import STRATEGIES
+from tests.multiprocess import run_ranks
+from tests.setups import cpu_setup, separable_data, tiny_plan
 
 
 def tiny() -> nn.Sequential:
@@ -88,3 +93,29 @@ def test_a_forced_cpu_capability_compiles_into_a_cache_of_its_own(monkeypatch):
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/chosen/by/the/user")
     compile_blocks(tiny())
     assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == "/chosen/by/the/user"
+
+
+def fit_rank(rank: int, world_size: int, strategy: str, knobs: dict[str, object], out: Path) -> None:
+    """Two steps of `strategy` on the fashion_mnist ResNet (2 gloo ranks), with `knobs` (compile, checkpointing)."""
+    plan = tiny_plan(strategy, setup=cpu_setup(devices=2, batch_shape=(32, 1, 28, 28)), epochs=1, batch_size=64)
+    plan = plan.model_copy(update=knobs)
+    torch.set_num_threads(plan.threads)
+    result = fit(plan, Process(rank, rank, world_size, torch.device("cpu")), separable_data(), out / "ckpt.pt", "data")
+    if rank == 0:
+        torch.save(result.state_dict, out / "state.pt")
+
+
+@pytest.mark.slow
+def test_fsdp_trains_compiled_and_checkpointed_blocks_to_ddp_s_parameters(tmp_path):
+    """FSDP2 runs each block on its weights gathered into views of one buffer. Compiled with dynamic shapes (dynamo's
+    automatic dynamic, from a code object's second block shape on), inductor 2.14 failed on them ("Cannot convert
+    expression to float"); compiled static, fsdp's two steps end where ddp's with the same blocks do (float32, rtol
+    1e-5: the same kernels, only the gradients' reduction differs)."""
+    both = {"compile": True, "activation_checkpointing": "blocks"}
+    for strategy in ("ddp", "fsdp"):
+        (tmp_path / strategy).mkdir()
+        run_ranks(2, fit_rank, strategy, both, tmp_path / strategy)
+    ddp, fsdp = (torch.load(tmp_path / name / "state.pt", weights_only=True) for name in ("ddp", "fsdp"))
+    assert ddp.keys() == fsdp.keys()
+    for name, value in ddp.items():
+        torch.testing.assert_close(fsdp[name], value, rtol=1e-5, atol=1e-6, msg=name)

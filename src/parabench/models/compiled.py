@@ -3,8 +3,10 @@
 pipeline stages all run compiled blocks under the plain model's parameter names. The forward, not the module's call:
 the hooks a strategy adds to a block (FSDP2 gathers its weights in one) stay outside the compiled graph. Blocks of one
 class share one code object, which dynamo compiles once per block shape: its limit of 8 per code object is raised to
-RECOMPILE_LIMIT, so that a ResNet's blocks (and a warm worker's next cells) are not refused. Compilation happens in
-the first steps, which the timing leaves out as warm-up.
+RECOMPILE_LIMIT, so that a ResNet's blocks (and a warm worker's next cells) are not refused. Each graph is static
+(`dynamic=False`): from a code object's second shape on, dynamo would otherwise compile one with symbolic shapes, and
+inductor 2.14 fails to build that one over FSDP2's gathered weights ("Cannot convert expression to float").
+Compilation happens in the first steps, which the timing leaves out as warm-up.
 
 Inductor's on-disk cache keys a CPU kernel by its source, not by the vector ISA it was built for, which
 ATEN_CPU_CAPABILITY changes: in torch 2.14 a kernel cached under the machine's own ISA and loaded under a forced
@@ -32,4 +34,4 @@ def compile_blocks(model: nn.Sequential) -> None:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = f"{default}-{capability}"
     torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, RECOMPILE_LIMIT)
     for block in model:
-        replace_forward(block, torch.compile(forward_function(block), fullgraph=True))
+        replace_forward(block, torch.compile(forward_function(block), fullgraph=True, dynamic=False))
