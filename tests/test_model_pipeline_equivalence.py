@@ -9,7 +9,8 @@ it is *not* `single` on the whole batch. We prove two exact statements instead o
 Tolerances: outputs and gradients within rtol 1e-5, atol 1e-6 (the same float operations, regrouped);
 parameters after one SGD step (lr 0.1) within rtol 1e-4, atol 1e-6, as in the DDP test. The distributed
 engine runs in 2 real gloo processes; on the CPU its 2 devices are virtual. Under it the knobs compose: checkpointed
-blocks step exactly as plain ones, and a bf16 forward steps as single's at bf16.
+blocks step exactly as plain ones, compiled blocks as plain ones up to inductor's rounding, and a bf16 forward steps as
+single's at bf16.
 """
 
 from pathlib import Path
@@ -22,6 +23,7 @@ from torch.nn import functional as F
 from parabench.batch import Batch
 from parabench.errors import ConfigError
 from parabench.models.checkpointing import checkpoint_blocks
+from parabench.models.compiled import compile_blocks
 from parabench.models.d2l_resnet18 import d2l_resnet18
 from parabench.runtime.process import Process
 from parabench.strategies import single
@@ -38,8 +40,9 @@ STATE_RTOL, STATE_ATOL = 1e-4, 1e-6
 # (schedule, split_size, BatchNorm training): 1F1B at its steady state, GPipe with the fewest micro-batches.
 DISTRIBUTED_CASES = [("gpipe", 4, False), ("1f1b", 2, False), ("1f1b", 2, True)]
 # The knobs under the distributed 1F1B schedule (BatchNorm frozen): each block checkpointed (the same numbers as
-# without), and the forward at bf16 (single's update at bf16 within 3% of its largest change, as tests/test_precision).
-KNOB_CASES = ["blocks", "bf16-mixed"]
+# without), each block compiled (its input gradient comes back channels-last: the stages must still exchange it), and
+# the forward at bf16 (single's update at bf16 within 3% of its largest change, as tests/test_precision).
+KNOB_CASES = ["blocks", "compile", "bf16-mixed"]
 BF16_UPDATE_TOLERANCE = 0.03
 
 Gradients = dict[str, Tensor]
@@ -211,6 +214,8 @@ def distributed_rank(rank: int, world_size: int, out: Path) -> None:
         setup = cpu_setup(world_size, split_size=2, engine="distributed", schedule="1f1b")
         if knob == "blocks":
             checkpoint_blocks(model)
+        elif knob == "compile":
+            compile_blocks(model)
         else:
             setup = setup.model_copy(update={"precision": knob})
         parallel = PIPELINE.apply(model, process, setup)
@@ -265,7 +270,8 @@ def test_pipeline_distributed_equals_single(tmp_path):
         assert last["details"]["micro_batches"] == BATCH // split_size
         assert last["details"]["schedule"] == schedule and last["details"]["cut"] == [4, 2]
     plain, _ = single_after_step(BATCH, batchnorm_training=False)
-    assert_same(torch.load(tmp_path / "blocks-rank0.pt"), plain, rtol=STATE_RTOL, atol=STATE_ATOL)
+    for knob in ("blocks", "compile"):
+        assert_same(torch.load(tmp_path / f"{knob}-rank0.pt"), plain, rtol=STATE_RTOL, atol=STATE_ATOL)
     before, at_bf16 = make_model().state_dict(), single_at_bf16()
     update = {name: at_bf16[name] - before[name] for name, _ in make_model().named_parameters()}
     largest = max(float(change.abs().max()) for change in update.values())

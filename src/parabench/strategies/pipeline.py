@@ -32,6 +32,37 @@ if TYPE_CHECKING:  # torch.distributed.pipelining costs 0.7 s to import: only th
 BATCHNORM = "statistics per micro-batch"
 
 
+class ContiguousGradient(torch.autograd.Function):
+    """The identity, whose backward hands on its gradient contiguous."""
+
+    @staticmethod
+    def forward(ctx: Any, tensor: Tensor) -> Tensor:
+        return tensor.view_as(tensor)
+
+    @staticmethod
+    def backward(ctx: Any, gradient: Tensor) -> Tensor:
+        return gradient.contiguous()
+
+
+class ContiguousBetweenStages(nn.Module):
+    """A stage whose output and input gradient, what it sends to the other stages, are contiguous.
+
+    gloo and nccl send and receive only contiguous tensors, and torch.distributed.pipelining allocates each receive
+    buffer with the strides the first micro-batch showed. Compiled blocks (compile: true) hand back a convolution's
+    input gradient in channels-last strides, so the stage before would receive it into a buffer gloo refuses. On a
+    contiguous tensor both are no-ops.
+    """
+
+    def __init__(self, stage: nn.Module):
+        super().__init__()
+        self.stage = stage
+
+    def forward(self, inputs: Tensor) -> Tensor:
+        """The stage's forward between the two."""
+        outputs: Tensor = self.stage(ContiguousGradient.apply(inputs))
+        return outputs.contiguous()
+
+
 class MicroBatchPipeline(StagedModel):
     """Staged model whose forward runs micro-batches through the stages in the tutorial's interleaved order."""
 
@@ -126,7 +157,10 @@ def apply_distributed(model: nn.Sequential, process: Process, setup: StrategySet
 
     # The schedule runs the stage's forward: autocast it there, so that the backward runs outside.
     stage = PipelineStage(
-        AutocastForward(submodule, setup.precision, process.device), process.rank, stages, process.device
+        ContiguousBetweenStages(AutocastForward(submodule, setup.precision, process.device)),
+        process.rank,
+        stages,
+        process.device,
     )
     schedule_name, split_size = setup.pipeline.schedule, setup.pipeline.split_size
     details = {
