@@ -58,7 +58,7 @@ class ContiguousBetweenStages(nn.Module):
         self.stage = stage
 
     def forward(self, inputs: Tensor) -> Tensor:
-        """The stage's forward between the two."""
+        """The stage's forward, with its input's gradient and its output made contiguous."""
         outputs: Tensor = self.stage(ContiguousGradient.apply(inputs))
         return outputs.contiguous()
 
