@@ -34,14 +34,29 @@ def python_path(root: Path = PROJECT_ROOT) -> str:
     return os.pathsep.join([str(root / "src"), *filter(None, [os.environ.get("PYTHONPATH")])])
 
 
-LONGEST = ("test_pipeline_e2e.py", "test_pipeline_edits.py", "test_types.py")  # the DVC tests (minutes, mostly
-# one process at a time), then mypy (half a minute from a cold cache), so none of them ends the run alone
+# The files that take longest, longest first, as `make test` timed them with inductor's cache cold (CI's case; seconds
+# of the two workers' time on a 2-core EPYC, AVX2 forced, docs/measurements.md 2026-11-29): the end-to-end DVC test
+# (260-300), the torchrun jobs (150), the DVC edits (80), the compiled pipeline and blocks (about 90 each), the probe
+# and the two-node script (30 each), mypy (15-30), every strategy's training (20).
+LONGEST = (
+    "test_pipeline_e2e.py",
+    "test_torchrun_jobs.py",
+    "test_pipeline_edits.py",
+    "test_model_pipeline_equivalence.py",
+    "test_compile.py",
+    "test_probe.py",
+    "test_slurm_script.py",
+    "test_types.py",
+    "test_every_strategy_trains.py",
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The longest files first: `make test` runs two workers (pytest-xdist, files in collection order), so the two
-    DVC tests start at once, one on each, mypy follows, and the rest fills in beside them instead of after them."""
-    items.sort(key=lambda item: item.path.name not in LONGEST)
+    """The longest files first, the rest in their order: `make test` runs two workers (pytest-xdist's loadfile: a
+    worker takes the next file whenever it has two tests or fewer left), so the end-to-end test holds one worker
+    while the other works through the next longest, and short files fill in at the end instead of a long one
+    running alone at the end (test_torchrun_jobs.py, 150 s, was 70th of 74 alphabetically)."""
+    items.sort(key=lambda item: LONGEST.index(item.path.name) if item.path.name in LONGEST else len(LONGEST))
 
 
 @pytest.fixture
