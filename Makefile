@@ -14,7 +14,7 @@ run: $(STAMP)
 	python -m parabench.report.summary
 
 # Lint and format first (pyproject.toml's [tool.ruff]; `ruff format .` rewrites), then the tests on two workers,
-# a test file each at a time, the two DVC test files first, one on each (tests/conftest.py); the 15 slowest are listed.
+# a test file each at a time, the longest files first (tests/conftest.py); the 15 slowest are listed.
 test: $(STAMP)
 	ruff check .
 	ruff format --check .
