@@ -4,11 +4,13 @@ and the probe's link, and extended to predict.devices over the links params.yaml
 import pytest
 
 from parabench.config import PredictOptions
+from parabench.engine.cells import Cell, CellRuns
 from parabench.prediction import PRESETS, Link, Links, collective_seconds
 from parabench.records import CollectiveFit, Probed, ProbeSkipped, SkippedCollective, SweepCell
 from parabench.report.benchmark import summarize_cells
 from parabench.report.scaling import checked_sweep_cells, compact, cut_at, link_at, measured_links, predict
-from tests.test_benchmark_report import entries
+from tests.setups import cpu_setup, tiny_plan
+from tests.test_benchmark_report import entries, run
 
 ALL_REDUCE = CollectiveFit(status="ran", latency_s=1e-4, bandwidth_bytes_per_s=1e9, points=[])
 PROBE = Probed(  # copies at no cost, no cost per sharded block: the link alone
@@ -42,6 +44,43 @@ def test_a_data_parallel_cell_is_predicted_from_the_ceiling_and_the_probe_s_all_
     assert ddp.error == pytest.approx(expected / ddp.measured_step_s - 1)
     assert {check.cell for check in prediction.checks} == {"ddp"}, "a cut without stage times is not checked"
     assert prediction.median_abs_error == pytest.approx(abs(ddp.error))
+
+
+def test_cells_measured_apart_beyond_the_noise_are_checked_for_the_order_their_predictions_give():
+    """ddp's two rounds ran 0.1 and 0.2 s steps, fsdp's 0.4 and allreduce's 0.6: every pair apart beyond the noise.
+    fsdp's predicted collectives outlast the all-reduce, so it is predicted slower than ddp (as measured) but also
+    than allreduce (measured faster); ddp and allreduce share one CPU's cores with the all-reduce, nothing hidden, so
+    they are predicted alike: no order at all, which does not keep the measured one."""
+    two = cpu_setup(devices=2, batch_shape=(64, 1, 28, 28))
+    timed = entries() + [
+        CellRuns(Cell("fashion_mnist", strategy), tiny_plan(strategy, two, "benchmark", batch_size=64), runs=rounds)
+        for strategy, rounds in (
+            ("fsdp", [run([0.4] * 3, 2), run([0.4] * 3, 2)]),
+            ("allreduce", [run([0.6] * 3, 2), run([0.6] * 3, 2)]),
+        )
+    ]
+    prediction = predict(summarize_cells(timed), OPTIONS, PROBE, ONE_NODE)
+    orders = {(order.faster, order.slower): order for order in prediction.order_checks}
+    assert set(orders) == {("ddp", "fsdp"), ("ddp", "allreduce"), ("fsdp", "allreduce")}
+    assert orders["ddp", "fsdp"].agrees and orders["ddp", "fsdp"].predicted_ratio > 1
+    assert orders["ddp", "allreduce"].predicted_ratio == pytest.approx(1.0) and not orders["ddp", "allreduce"].agrees
+    assert not orders["fsdp", "allreduce"].agrees
+    assert orders["fsdp", "allreduce"].measured_ratio == pytest.approx(1.5)
+    assert orders["fsdp", "allreduce"].measured_ci95 == pytest.approx([1.5, 1.5])
+    assert not prediction.within_goal, "an order the prediction does not keep misses the goal"
+
+
+def test_cells_within_the_noise_of_each_other_have_no_order_to_keep():
+    """fsdp's rounds bracket ddp's (0.1 then 0.2 s against 0.15 and 0.15): their ratio's interval holds 1."""
+    two = cpu_setup(devices=2, batch_shape=(64, 1, 28, 28))
+    fsdp = CellRuns(
+        Cell("fashion_mnist", "fsdp"),
+        tiny_plan("fsdp", two, "benchmark", batch_size=64),
+        runs=[run([0.15] * 3, 2), run([0.15] * 3, 2)],
+    )
+    prediction = predict(summarize_cells([*entries(), fsdp]), OPTIONS, PROBE, ONE_NODE)
+    assert {check.cell for check in prediction.checks} == {"ddp", "fsdp"}
+    assert prediction.order_checks == []
 
 
 def test_predictions_at_more_devices_name_their_link_and_are_unvalidated_off_this_machine():

@@ -310,6 +310,17 @@ class PredictionCheck(Record):
     within: bool = Field(description="the error within the goal")
 
 
+class OrderCheck(Record):
+    """Two checked cells whose measured rates differ beyond the noise: does the prediction order them alike?"""
+
+    faster: str = Field(description="the cell measured faster")
+    slower: str = Field(description="the cell measured slower")
+    measured_ratio: float = Field(description="the faster's rate over the slower's, paired by round (> 1)")
+    measured_ci95: list[float] = Field(description="its 95% interval, above 1 and beyond the noise floor")
+    predicted_ratio: float = Field(description="the same ratio from their predicted steps: above 1 where it agrees")
+    agrees: bool = Field(description="the prediction puts the faster cell first")
+
+
 class SweepCell(Record):
     """A sweep's cell: the curve and value it times, and its figures as a benchmark cell's."""
 
@@ -454,7 +465,12 @@ class PredictionResults(Record):
     checks: list[PredictionCheck] = Field(description="each multi-device cell of the benchmark checked")
     median_abs_error: float | None = Field(description="the checks' median absolute error; None: no check")
     max_abs_error: float | None = Field(description="their largest absolute error")
-    within_goal: bool = Field(description="every check within its goal and the median within 8%")
+    order_checks: list[OrderCheck] = Field(
+        description="each pair of checked cells whose measured rates differ beyond the noise floor, in order or not"
+    )
+    within_goal: bool = Field(
+        description="every check within its goal, the median within 8%, and every order check agreeing"
+    )
     predictions: list[PredictedScaling] = Field(description="each strategy at each count of predict.devices")
     bottleneck: Bottleneck | None = Field(description="what limits ddp at the largest count; None: nothing predicted")
     why_none: str | None = Field(default=None, description="why nothing was predicted")

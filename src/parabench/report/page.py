@@ -44,7 +44,7 @@ from parabench.records import (
 from parabench.report.answers import QUESTIONS, answer, noise_sentence, speedup_text
 from parabench.report.benchmark import largest_rank_memory, skipped
 from parabench.report.epoch_figure import epoch_figure
-from parabench.report.scaling import check_row, probe_rows
+from parabench.report.scaling import check_row, order_row, probe_rows
 from parabench.report.time_split import PART_MEANINGS
 from parabench.runtime.environment import machine_line
 
@@ -274,6 +274,10 @@ def prediction_html(workload: str) -> str:
         "compute from the ceiling, the communication from the probe's link; a cut model's stages timed one by one; "
         "docs/prediction.md):</p>",
         table_html(checks) or '<p class="note">No multi-device cell to check here.</p>',
+        '<p class="note">Where two checked cells\' rates differ beyond the noise floor, does the prediction order '
+        "them alike (the faster's rate over the slower's, measured with its 95% interval, and predicted)?</p>",
+        table_html([order_row(order) for order in prediction.order_checks])
+        or '<p class="note">No two checked cells differ beyond the noise here.</p>',
         '<p class="note">Each strategy\'s predicted speedup over single (efficiency) on devices of their own, the '
         "global batch shared; * unvalidated: another link kind, or devices unlike this machine's.</p>",
         table_html(list(grid.values())),

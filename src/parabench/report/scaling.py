@@ -24,7 +24,7 @@ between the nodes, or a preset) beyond predict.devices_per_node devices. A predi
 """
 
 import statistics
-from itertools import accumulate
+from itertools import accumulate, combinations
 from typing import Any
 
 from parabench.config import PredictOptions
@@ -49,6 +49,7 @@ from parabench.records import (
     CellsSummary,
     CollectiveFit,
     FittedLink,
+    OrderCheck,
     PredictedScaling,
     PredictionCheck,
     PredictionResults,
@@ -57,7 +58,8 @@ from parabench.records import (
     SweepCell,
     ran,
 )
-from parabench.stats import Z_95
+from parabench.report.benchmark import ratio
+from parabench.stats import NO_DIFFERENCE, Z_95, ratio_verdict
 from parabench.strategies.partition import split_costs
 
 GRADIENT_BYTES_PER_PARAMETER = 4  # float32
@@ -237,6 +239,45 @@ def checked_cells(cells: dict[str, Cell], parameters: int, links: Links | None) 
     return checks
 
 
+def order_checks(checks: list[PredictionCheck], cells: dict[str, Cell], floor: float | None) -> list[OrderCheck]:
+    """Each pair of checked cells whose measured rates differ beyond the noise (their ratio's interval excludes 1 and
+    the ratio is farther from 1 than the A/A floor: the benchmark's own verdict), and whether their predicted steps
+    order them alike (each step's rate counting its global batch, as the measured ratio does). Pairs within the noise
+    have no measured order to keep."""
+    predicted = {check.cell: check for check in checks}
+    orders = []
+    for first, second in combinations(predicted, 2):
+        verdict = ratio_verdict(ratio(cells[first], cells[second]), floor)
+        if verdict == NO_DIFFERENCE:
+            continue
+        faster, slower = (first, second) if verdict == "faster" else (second, first)
+        point, low, high = ratio(cells[faster], cells[slower])
+        batches = cells[faster].global_batch / cells[slower].global_batch
+        predicted_ratio = batches * predicted[slower].predicted_step_s / predicted[faster].predicted_step_s
+        orders.append(
+            OrderCheck(
+                faster=faster,
+                slower=slower,
+                measured_ratio=point,
+                measured_ci95=[low, high],
+                predicted_ratio=predicted_ratio,
+                agrees=predicted_ratio > 1,
+            )
+        )
+    return orders
+
+
+def order_row(order: OrderCheck) -> dict[str, str]:
+    """One order check as the page and make run's summary show it."""
+    return {
+        "measured faster": order.faster,
+        "than": order.slower,
+        "measured": f"{order.measured_ratio:.2f}x ({order.measured_ci95[0]:.2f}-{order.measured_ci95[1]:.2f})",
+        "predicted": f"{order.predicted_ratio:.2f}x",
+        "same order": "yes" if order.agrees else "NO",
+    }
+
+
 def check_row(check: PredictionCheck) -> dict[str, str]:
     """One check as the page and make run's summary show it: the cell, its predicted and measured step, the error and
     whether it is within the goal (with what was allowed where not)."""
@@ -377,6 +418,7 @@ def predict(benchmark: CellsSummary, options: PredictOptions, probe: Probe, netw
         return PredictionResults(
             links=None,
             checks=[],
+            order_checks=[],
             median_abs_error=None,
             max_abs_error=None,
             within_goal=False,
@@ -388,6 +430,7 @@ def predict(benchmark: CellsSummary, options: PredictOptions, probe: Probe, netw
     parameters = single.parameters
     links = measured_links(probe)
     checks = checked_cells(cells, parameters, links)
+    orders = order_checks(checks, cells, benchmark.noise.floor)
     errors = [abs(check.error) for check in checks]
     staged = strategy_details(cells, "pipeline") or strategy_details(cells, "model_parallel")
     sharded_blocks = int(strategy_details(cells, "fsdp").get("sharded_blocks", 0))
@@ -402,7 +445,11 @@ def predict(benchmark: CellsSummary, options: PredictOptions, probe: Probe, netw
         checks=checks,
         median_abs_error=statistics.median(errors) if errors else None,
         max_abs_error=max(errors) if errors else None,
-        within_goal=bool(checks) and all(check.within for check in checks) and statistics.median(errors) <= MEDIAN_GOAL,
+        order_checks=orders,
+        within_goal=bool(checks)
+        and all(check.within for check in checks)
+        and statistics.median(errors) <= MEDIAN_GOAL
+        and all(order.agrees for order in orders),
         predictions=extended(single, parameters, staged, sharded_blocks, options, probe, network),
         bottleneck=bottleneck(single, parameters, options, probe, network),
         probe=probe,

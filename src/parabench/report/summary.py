@@ -23,7 +23,7 @@ from parabench.records import (
 )
 from parabench.report.answers import fastest_sentence
 from parabench.report.benchmark import REFERENCE, compact
-from parabench.report.scaling import check_row, probe_rows
+from parabench.report.scaling import check_row, order_row, probe_rows
 from parabench.workloads import WORKLOADS
 
 Written = TypeVar("Written", bound=Record)  # a results file's record
@@ -171,14 +171,18 @@ def sweep_results(sweeps: list[str]) -> dict[str, SweepResults]:
     return written("sweep", sweeps, SweepResults)
 
 
-def prediction_rows(workloads: list[str], sweeps: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Per checked cell of the benchmarks and the sweeps, predicted against measured; per workload and device count,
-    ddp's predicted speedup and what its link is (results/prediction/ have every strategy)."""
-    checks, rows = [], []
+def prediction_rows(
+    workloads: list[str], sweeps: list[str]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Per checked cell of the benchmarks and the sweeps, predicted against measured; per pair of a benchmark's
+    checked cells measured apart beyond the noise, whether the prediction orders them alike; per workload and device
+    count, ddp's predicted speedup and what its link is (results/prediction/ have every strategy)."""
+    checks, orders, rows = [], [], []
     for name, results in sweep_results(sweeps).items():
         checks += [{"where": f"sweep {name}", **check_row(check)} for check in results.prediction_checks]
     for name, prediction in written("prediction", workloads, PredictionResults).items():
         checks += [{"where": name, **check_row(check)} for check in prediction.checks]
+        orders += [{"where": name, **order_row(order)} for order in prediction.order_checks]
         for row in prediction.predictions:
             if row.strategy == "ddp":
                 rows.append(
@@ -191,7 +195,7 @@ def prediction_rows(workloads: list[str], sweeps: list[str]) -> tuple[list[dict[
                         "link": row.link.split(":")[0],
                     }
                 )
-    return checks, rows
+    return checks, orders, rows
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -228,7 +232,7 @@ def main() -> None:
     print(table(input_rows(workloads)))
     print("\nSweeps: each curve's fastest value (> 1: faster than that; plots/figures/sweep-*.png has the curves):")
     print(table(sweep_rows(list(params.sweeps))))
-    checks, predicted = prediction_rows(workloads, list(params.sweeps))
+    checks, orders, predicted = prediction_rows(workloads, list(params.sweeps))
     print("\nThe collectives over this node's devices (the probe; a latency and bandwidth fitted to each, alpha-beta):")
     print(table(probe_rows(probe_record(read_json(PROBE_FILE))) if PROBE_FILE.exists() else []))
     if PROBE_NETWORK_FILE.exists() and probe_rows(network := probe_record(read_json(PROBE_NETWORK_FILE))):
@@ -237,6 +241,8 @@ def main() -> None:
     print("\nPredicted against measured at each multi-device cell (one replica's compute and the probe's links; a")
     print("cut model's stages timed one by one):")
     print(table(checks))
+    print("Where two checked cells' rates differ beyond the noise floor, does the prediction order them alike?")
+    print(table(orders))
     print("What more devices would buy (PREDICTED, for devices of their own; results/prediction/ has every strategy):")
     print(table(predicted))
     print("\n" + WHERE)
