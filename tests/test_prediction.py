@@ -75,11 +75,20 @@ def test_ddp_hides_what_the_backward_outlasts_but_never_its_last_bucket():
 
 
 def test_dp_broadcasts_the_parameters_and_reduces_the_gradients_through_its_first_device_exposed():
-    step = replicated_step(1.0, 1e9, LINK, 4)  # 1 GB of parameters: 0.1 s each way at 10 GB/s, 3 latencies each
-    assert step.exposed_communication_s == pytest.approx(2 * (3 * 10e-6 + 0.1)) and step.compute_s == 1.0
+    step = replicated_step(1.0, 1e9, 0.0, LINK, 4)  # 1 GB of parameters: 0.1 s each way at 10 GB/s, 3 latencies each
+    scatter_gather = 3 * 10e-6  # no batch: the three copies' latencies alone
+    assert step.exposed_communication_s == pytest.approx(2 * (3 * 10e-6 + 0.1) + scatter_gather)
+    assert step.compute_s == 1.0
     ring = data_parallel_step(1.0, 0.0, 1e9, Links.alike(LINK), 4, overlaps=False, bucket_bytes=1e9)
     assert step.exposed_communication_s > ring.exposed_communication_s, "through one device: more than a ring"
-    assert replicated_step(1.0, 1e9, LINK, 1).step_s == 1.0, "one device: nothing to replicate"
+    assert replicated_step(1.0, 1e9, 1e9, LINK, 1).step_s == 1.0, "one device: nothing to replicate or scatter"
+
+
+def test_dp_scatters_the_inputs_and_gathers_the_outputs_through_its_first_device():
+    """400 MB of inputs and outputs' bytes over 4 devices: the first keeps its quarter, 300 MB cross its link."""
+    without = replicated_step(1.0, 1e6, 0.0, LINK, 4)
+    step = replicated_step(1.0, 1e6, 4e8, LINK, 4)
+    assert step.exposed_communication_s - without.exposed_communication_s == pytest.approx(0.03)
 
 
 def test_fsdp_gathers_the_parameters_twice_and_scatters_the_gradients():

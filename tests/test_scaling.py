@@ -6,7 +6,7 @@ import pytest
 from parabench.config import PredictOptions
 from parabench.engine.cells import Cell, CellRuns
 from parabench.prediction import PRESETS, Link, Links, collective_seconds
-from parabench.records import CollectiveFit, Probed, ProbeSkipped, SkippedCollective, SweepCell
+from parabench.records import CellsSummary, CollectiveFit, Probed, ProbeSkipped, SkippedCollective, SweepCell
 from parabench.report.benchmark import summarize_cells
 from parabench.report.scaling import checked_sweep_cells, compact, cut_at, link_at, measured_links, predict
 from tests.setups import cpu_setup, tiny_plan
@@ -99,6 +99,22 @@ def test_predictions_at_more_devices_name_their_link_and_are_unvalidated_off_thi
     assert rows["ddp", 4].speedup >= rows["allreduce", 4].speedup, "ddp hides some, allreduce none"
     shown = compact(prediction, OPTIONS)
     assert set(shown) == {"prediction_median_error", "ddp_efficiency_at_64"}
+
+
+def test_dp_at_more_devices_scatters_the_bytes_a_unit_of_single_took():
+    """A unit of 1 MB in (and 40 B out) over the probe's 1 GB/s: at 4 devices 3/4 of the batch's 64 MB crosses the
+    first device's link, 48 ms more a step than with the fixture's 3 kB images."""
+    benchmark = summarize_cells(entries())
+    single = benchmark.cells["single"]
+    assert (single.input_bytes_per_unit, single.output_bytes_per_unit) == (28 * 28 * 4, 40), "as the run measured"
+    heavy = single.model_copy(update={"input_bytes_per_unit": 1e6 + 28 * 28 * 4})
+    heavier = benchmark.model_copy(update={"cells": {**benchmark.cells, "single": heavy}})
+
+    def dp_step(summary: CellsSummary) -> float:
+        row = next(row for row in predict(summary, OPTIONS, PROBE, ONE_NODE).predictions if row.strategy == "dp")
+        return single.step_time_s.median / row.speedup
+
+    assert dp_step(heavier) - dp_step(benchmark) == pytest.approx(0.75 * 64 * 1e6 / 1e9)
 
 
 def test_the_link_changes_kind_beyond_a_node():

@@ -77,3 +77,11 @@ def test_every_cell_s_step_splits_into_parts_that_add_up_to_it(tmp_path):
         "one process on one CPU moves nothing between its stages"
     )
     assert results["ceiling"].gradient_allreduce_s is None, "independent copies communicate nothing"
+    per_unit = {
+        label: (figures.input_bytes_per_unit, figures.output_bytes_per_unit) for label, figures in results.items()
+    }
+    assert per_unit["single"][1] == 10 * 4, "ten classes' float32 logits a sample"
+    assert per_unit["single"][0] >= 28 * 28 * 4, "a float32 image of 28x28 pixels or more a sample"
+    assert per_unit["ddp"] == per_unit["ceiling"] == per_unit["model_parallel"] == per_unit["single"], (
+        "a unit's bytes, whatever share of the batch a process holds"
+    )

@@ -204,17 +204,22 @@ def sharded_step(
     return StepPrediction(compute_s + copies, gathers + scatter + units * links.shard_unit_s)
 
 
-def replicated_step(compute_s: float, parameter_bytes: float, link: Link, ranks: int) -> StepPrediction:
+def replicated_step(
+    compute_s: float, parameter_bytes: float, batch_bytes: float, link: Link, ranks: int
+) -> StepPrediction:
     """dp (torch.nn.DataParallel: one process drives every device): each step copies the parameters from the first
-    device to the others (replicate: a broadcast) and reduces every gradient back onto it, none of it overlapping the
-    compute. A pipelined ring broadcast or reduce of `size` bytes takes (n - 1) message steps and sends the whole size
-    over each link once. The batch's scatter and the outputs' gather are left out: for these models they are small
-    beside the parameters, as is the Python driving n devices from one process (GIL), which no measurement here
-    gives."""
+    device to the others (replicate: a broadcast) and reduces every gradient back onto it, a pipelined ring each:
+    (n - 1) message steps, the whole size over each link once. Around the forward it scatters the batch's inputs from
+    the first device, gathers the outputs onto it, and in backward scatters the outputs' gradients: three copies
+    between the first device and each other one, all at once, each of its share, so (n - 1) / n of `batch_bytes`
+    (the inputs plus twice the outputs) through the first device's link and one latency each. None of it overlaps
+    the compute. The Python driving n devices from one process (its threads and the GIL) is left out: no
+    measurement here gives it."""
     if ranks == 1:
         return StepPrediction(compute_s, 0.0)
     one_way = (ranks - 1) * link.latency_s + parameter_bytes * link.seconds_per_byte
-    return StepPrediction(compute_s, 2 * one_way)
+    scatter_gather = 3 * link.latency_s + (ranks - 1) / ranks * batch_bytes * link.seconds_per_byte
+    return StepPrediction(compute_s, 2 * one_way + scatter_gather)
 
 
 def pipeline_step(

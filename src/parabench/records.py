@@ -112,6 +112,11 @@ class CellRun(Record):
         description="per rank, what autograd kept for backward in one more step (activations; each storage once, "
         "the parameters left out), in MiB; a cell's first round only (None in the others)"
     )
+    input_bytes_per_unit: float | None = Field(
+        description="a unit's inputs as the model takes them (after the transform), in bytes, in that same step; None "
+        "in the other rounds, and where rank 0 has no outputs (a pipeline's first stage)"
+    )
+    output_bytes_per_unit: float | None = Field(description="a unit's outputs as the loss reads them, in bytes, alike")
     other_cpu_share: float | None = Field(description="the share of the machine's CPU other programs took meanwhile")
     parameters: int = Field(description="the plain model's trained parameters (its gradients are as many)")
     transform_units_per_s: float | None = Field(
@@ -206,6 +211,12 @@ class CellFigures(Record):
     memory_kind: str = Field(description="what peak_memory_mb counts: CUDA allocations or the process's RSS")
     saved_for_backward_mb: dict[str, float] | None = Field(
         description="per rank, what autograd kept for backward (each storage once, parameters left out)"
+    )
+    input_bytes_per_unit: float | None = Field(
+        description="a unit's inputs as the model takes them, in bytes (dp scatters them); None: not measured"
+    )
+    output_bytes_per_unit: float | None = Field(
+        description="a unit's outputs as the loss reads them, in bytes (dp gathers them, and scatters their gradients)"
     )
     parameters: int = Field(description="the plain model's trained parameters")
     strategy_details: dict[str, Any] = Field(description="what the strategy reports of itself (cut, buckets, ...)")

@@ -528,6 +528,19 @@ def transform_rate(data: WorkloadData, batches: list[Batch], device: torch.devic
     return len(batches[-1]) / statistics.median(clock.durations)
 
 
+def bytes_per_unit(
+    trainer: Trainer, data: WorkloadData, batch: Batch, result: StepResult
+) -> tuple[float | None, float | None]:
+    """A unit's bytes into the model (its inputs after the transform) and out of it (the outputs the loss read in
+    `result`, `batch`'s step): what a strategy splitting each batch over devices moves per unit (dp scatters the
+    inputs, gathers the outputs and scatters their gradients). None where this process has no outputs (a pipeline's
+    first stage: its model is not the whole model)."""
+    if result.outputs is None or not trainer.parallel.reads_inputs:
+        return None, None
+    inputs = data.transform(batch.to(trainer.parallel.input_device)).inputs
+    return inputs.nbytes / len(batch), result.outputs.nbytes / len(batch)
+
+
 def allreduce_seconds(numel: int, device: torch.device, repeats: int = 3) -> float:
     """The median time of one all-reduce of `numel` float32 values over every process, timed by a StepClock after one
     warm-up call: the full cost of averaging a model's gradients at once, unhidden."""
@@ -577,11 +590,12 @@ def measure_cell(
     )
     memory.read()
     others = load.job_other_cpu_share(started, load.mark())
-    kept = None
+    kept, unit_bytes = None, (None, None)
     if count_kept:  # one more step, off the clock: what its forward kept for backward (a cell's first round only)
         with SavedForBackward() as saved:
-            optimizer_step(trainer, data, batches[-1])
+            result, _ = optimizer_step(trainer, data, batches[-1])
         kept = per_rank(gather_objects({str(process.device): saved.mb}))
+        unit_bytes = bytes_per_unit(trainer, data, batches[-1], result)
     durations = slowest_per_step(clock.durations)
     phases = gather_objects(clock.phases)
     peaks = per_rank(gather_objects(memory.peaks_mb))
@@ -599,6 +613,8 @@ def measure_cell(
             memory_kind=memory_kind(process.device),
             warmup_step_durations=clock.warmup_durations,
             saved_for_backward_mb=kept,
+            input_bytes_per_unit=unit_bytes[0],
+            output_bytes_per_unit=unit_bytes[1],
             other_cpu_share=others,
             parameters=parameters,
             transform_units_per_s=input_rate,

@@ -86,6 +86,12 @@ def cell_result(entry: CellRuns, compute_beside: float | None) -> Cell:
         saved_for_backward_mb=next(
             (run.saved_for_backward_mb for run in entry.runs if run.saved_for_backward_mb is not None), None
         ),
+        input_bytes_per_unit=next(
+            (run.input_bytes_per_unit for run in entry.runs if run.input_bytes_per_unit is not None), None
+        ),
+        output_bytes_per_unit=next(
+            (run.output_bytes_per_unit for run in entry.runs if run.output_bytes_per_unit is not None), None
+        ),
         parameters=entry.runs[-1].parameters,
         strategy_details=entry.runs[-1].strategy_details,
         environment={

@@ -9,7 +9,9 @@ every gradient into its bucket and back at the probe's copy bandwidth; ddp hides
 backward pass outlasts, on devices of their own only (on one CPU the communication takes the cores the backward needs).
 fsdp adds two all-gathers of the parameters and a reduce-scatter of the gradients, each over the probe's fit to that
 collective, and the copies in and out around them. dp (CUDA only: it never runs on a CPU) adds a broadcast of the
-parameters from the first device and a reduce of the gradients onto it, both exposed. A distributed pipeline takes its
+parameters from the first device and a reduce of the gradients onto it, and the scatter of the inputs, the gather of
+the outputs and the scatter of their gradients (a unit's bytes as single's step measured them), all exposed. A
+distributed pipeline takes its
 schedule's bound over its stages' forward and backward seconds, timed one by one on one device (its
 `stage_seconds`), and each boundary's activation and gradient over the probe's send/recv fit, plus single's input
 and optimizer; model_parallel is that pipeline with one micro-batch, its stages one after another (on a CPU, one
@@ -146,19 +148,28 @@ def strategy_step(
     own_devices: bool,
     sharding: str = "full",
     sharded_blocks: int = 0,
+    batch_bytes: float = 0.0,
 ) -> StepPrediction:
     """The predicted step of a data-parallel or sharded strategy over `devices` replicas computing `compute_s` each;
     fsdp by its `sharding` (none: all-reduced block by block as ddp's buckets; hybrid as full, within a node) over its
-    `sharded_blocks`; dp by its broadcast of the parameters and reduce of the gradients through the first device."""
+    `sharded_blocks`; dp by its broadcast of the parameters and reduce of the gradients through the first device, and
+    the scatter and gather of `batch_bytes` (scattered_bytes) there."""
     gradient_bytes = parameters * GRADIENT_BYTES_PER_PARAMETER
     if strategy == "dp":
-        return replicated_step(compute_s, gradient_bytes, links.all_reduce, devices)
+        return replicated_step(compute_s, gradient_bytes, batch_bytes, links.all_reduce, devices)
     if strategy == "fsdp" and sharding != "none":
         gathers = 1 if sharding == "grad_op" else 2
         return sharded_step(compute_s, gradient_bytes, links, devices, gathers, sharded_blocks)
     overlaps = strategy in ("ddp", "fsdp") and own_devices
     backward_s = BACKWARD_SHARE * forward_backward_s
     return data_parallel_step(compute_s, backward_s, gradient_bytes, links, devices, overlaps, DDP_BUCKET_BYTES)
+
+
+def scattered_bytes(single: CellFigures, units: int) -> float:
+    """What dp moves between its first device and the others for a step of `units` units: the inputs, the outputs
+    and the outputs' gradients, at the bytes a unit of single's took (0 where single measured none)."""
+    inputs, outputs = single.input_bytes_per_unit, single.output_bytes_per_unit
+    return 0.0 if inputs is None or outputs is None else units * (inputs + 2 * outputs)
 
 
 def forward_backward_s(cell: CellFigures) -> float:
@@ -234,6 +245,7 @@ def checked_cells(cells: dict[str, Cell], parameters: int, links: Links | None) 
                 own_devices,
                 details.get("sharding", "full"),
                 details.get("sharded_blocks", 0),
+                scattered_bytes(single, figures.global_batch),
             )
         checks.append(check(label, figures, predicted))
     return checks
@@ -344,7 +356,16 @@ def extended(
                 compute = single_step - divided + divided / devices
                 fsdp_blocks = sharded_blocks if strategy == "fsdp" else 0
                 step = strategy_step(
-                    strategy, compute, forward_backward / devices, parameters, links, devices, True, "full", fsdp_blocks
+                    strategy,
+                    compute,
+                    forward_backward / devices,
+                    parameters,
+                    links,
+                    devices,
+                    True,
+                    "full",
+                    fsdp_blocks,
+                    scattered_bytes(single, single.global_batch),
                 )
             speedup = single_step / step.step_s
             rows.append(
