@@ -10,6 +10,7 @@ from parabench.engine import check
 from parabench.engine.check import check_all
 from parabench.engine.plan import make_plan
 from parabench.errors import ConfigError, StrategyUnavailable
+from parabench.prediction import Link
 from parabench.runtime.hardware import resolve
 from parabench.strategies import STRATEGIES
 from parabench.strategies.options import StrategyName
@@ -375,6 +376,24 @@ def test_the_prediction_s_links_are_checked_up_front_by_name(base_params, write_
     check_all(load_params(write_params(base_params)))
     base_params["predict"].update(network="measured", interconnect="measured")
     check_all(load_params(write_params(base_params)))
+
+
+def test_a_link_can_be_given_by_its_numbers_and_a_wrong_number_is_named(base_params, write_params):
+    given = {"bandwidth_gb_per_s": 64, "latency_us": 3, "source": "PCI Express 5.0 x16"}
+    base_params["predict"].update(interconnect=given, network={"bandwidth_gb_per_s": 1.25, "latency_us": 20})
+    params = load_params(write_params(base_params))
+    check_all(params)
+    assert params.predict.interconnect.link() == Link(3e-6, 1 / 64e9)
+    assert params.predict.network.source == "given in params.yaml", "the source is optional"
+    base_params["predict"]["interconnect"] = {"bandwith_gb_per_s": 64, "latency_us": 3}
+    with pytest.raises(ConfigError) as misspelt:
+        load_params(write_params(base_params))
+    assert "predict.interconnect.bandwith_gb_per_s: unknown key (value 64); did you mean 'bandwidth_gb_per_s'?" in str(
+        misspelt.value
+    ), "the key as params.yaml spells it, without pydantic's union tag"
+    base_params["predict"]["interconnect"] = {"bandwidth_gb_per_s": 0, "latency_us": 3}
+    with pytest.raises(ConfigError, match=r"predict\.interconnect\.bandwidth_gb_per_s: 0 is out of range"):
+        load_params(write_params(base_params))
 
 
 @pytest.mark.parametrize("section", ["benchmark", "sweeps"])

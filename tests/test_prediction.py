@@ -104,6 +104,7 @@ def test_fsdp_gathers_the_parameters_twice_and_scatters_the_gradients():
 
 def test_an_unknown_link_is_named_with_the_choices():
     assert unknown_links("measured", "ethernet25") == []
+    assert unknown_links({"bandwidth_gb_per_s": 64, "latency_us": 3}, "measured") == [], "numbers: the schema's"
     problems = unknown_links("nvlink9", "carrier_pigeon")
     assert problems[0].startswith("predict.interconnect: 'nvlink9'") and "nvlink4" in problems[0]
     assert problems[1].startswith("predict.network: 'carrier_pigeon'") and "infiniband400" in problems[1]

@@ -3,7 +3,7 @@ and the probe's link, and extended to predict.devices over the links params.yaml
 
 import pytest
 
-from parabench.config import PredictOptions
+from parabench.config import GivenLink, PredictOptions
 from parabench.engine.cells import Cell, CellRuns
 from parabench.prediction import PRESETS, Link, Links, collective_seconds
 from parabench.records import CellsSummary, CollectiveFit, Probed, ProbeSkipped, SkippedCollective, SweepCell
@@ -125,6 +125,20 @@ def test_the_link_changes_kind_beyond_a_node():
     assert link_at(2, preset, PROBE, ONE_NODE)[0] == Links.alike(PRESETS["nvlink4"].link)
     one_device = ProbeSkipped(ranks=1, skipped="one device", environment={})
     assert link_at(2, OPTIONS, one_device, ONE_NODE)[2] is False, "nothing measured: a preset, said so"
+
+
+def test_a_link_given_by_its_numbers_is_used_as_given_and_never_validated():
+    given = OPTIONS.model_copy(
+        update={"interconnect": GivenLink(bandwidth_gb_per_s=64, latency_us=3, source="PCI Express 5.0 x16")}
+    )
+    links, text, measured = link_at(4, given, PROBE, ONE_NODE)
+    assert links == Links.alike(Link(3e-6, 1 / 64e9)) and not measured
+    assert text == "64 GB/s, 3 us a step (PCI Express 5.0 x16)"
+    rows = {
+        (row.strategy, row.devices): row
+        for row in predict(summarize_cells(entries()), given, PROBE, ONE_NODE).predictions
+    }
+    assert rows["ddp", 4].link == text and not rows["ddp", 4].validated
 
 
 def test_beyond_a_node_the_measured_network_is_the_probe_between_the_nodes_or_ethernet25_on_one_node():

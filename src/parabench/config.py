@@ -7,7 +7,17 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from parabench.data.registry import DATASETS
 from parabench.data.source import DataSource
@@ -15,6 +25,7 @@ from parabench.errors import ConfigError
 from parabench.models.checkpointing import Checkpointing
 from parabench.params_problems import SettingProblem, explain, non_finite_keys
 from parabench.paths import prepared_dir
+from parabench.prediction import GBYTE, Link
 from parabench.runtime.hardware import Hardware
 from parabench.strategies import STRATEGIES
 from parabench.strategies.options import (
@@ -118,13 +129,35 @@ class BenchmarkOptions(CellTiming):
         return value
 
 
+class GivenLink(Strict):
+    """A link given by its numbers in params.yaml (predict.interconnect or predict.network), in place of a preset."""
+
+    bandwidth_gb_per_s: Annotated[float, Field(gt=0)]  # per direction, 1 GB = 1e9 bytes
+    latency_us: Annotated[float, Field(ge=0)]  # one message step (a ring's step), in microseconds
+    source: str = "given in params.yaml"  # where the numbers come from: a datasheet, a measurement elsewhere
+
+    def link(self) -> Link:
+        """The link the prediction computes with."""
+        return Link(self.latency_us * 1e-6, 1 / (self.bandwidth_gb_per_s * GBYTE))
+
+    def describe(self) -> str:
+        """The numbers and their source, as a prediction's row names its link."""
+        return f"{self.bandwidth_gb_per_s:g} GB/s, {self.latency_us:g} us a step ({self.source})"
+
+
+LinkChoice = Annotated[  # a link's name (measured, or a preset of prediction.py), or its numbers (a mapping)
+    Annotated[str, Tag("name")] | Annotated[GivenLink, Tag("numbers")],
+    Discriminator(lambda value: "numbers" if isinstance(value, dict | GivenLink) else "name"),
+]
+
+
 class PredictOptions(Strict):
     """What more devices would buy: the device counts to predict for and the links between them (prediction.py)."""
 
     devices: Annotated[list[Annotated[int, Field(ge=2)]], Field(min_length=1)]  # device counts to predict each step at
     devices_per_node: Annotated[int, Field(ge=1)]  # beyond this many devices, the network carries the all-reduce
-    interconnect: str  # between a node's devices: measured, or a preset of prediction.py (engine/check.py checks it)
-    network: str  # between nodes: a preset of prediction.py
+    interconnect: LinkChoice  # between a node's devices: measured, a preset (engine/check.py checks it), or numbers
+    network: LinkChoice  # between nodes: measured, a preset, or numbers
     probe_max_bytes: Annotated[int, Field(ge=4)]  # the collective probe's largest message
 
 

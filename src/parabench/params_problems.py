@@ -2,9 +2,10 @@
 
 import difflib
 import math
-from typing import Annotated, Any, get_args, get_origin
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Tag, ValidationError
 
 
 class SettingProblem(ValueError):
@@ -28,17 +29,40 @@ def non_finite_keys(raw: Any, prefix: str = "") -> list[str]:
 
 def keys_at(model: type[BaseModel], location: tuple[Any, ...]) -> list[str]:
     """The keys a schema section accepts, for the section that holds `location`'s last key."""
+    holder = located(model, location)[1]
+    return list(holder.model_fields) if isinstance(holder, type) and issubclass(holder, BaseModel) else []
+
+
+def located(model: type[BaseModel], location: tuple[Any, ...]) -> tuple[list[str], Any]:
+    """`location` (pydantic's) as params.yaml spells it, without the tags pydantic adds inside a tagged union (a
+    link's `name` or `numbers`), and the schema of the section holding its last key (None where the schema does not
+    say)."""
     annotation: Any = model
-    for part in location[:-1]:
+    written: list[str] = []
+    holder: Any = None
+    for part in location:
         annotation = _unwrapped(annotation)
+        member = _tagged_member(annotation, part)
+        if member is not None:
+            annotation = member
+            continue
+        written.append(str(part))
+        holder = annotation
         if isinstance(annotation, type) and issubclass(annotation, BaseModel) and part in annotation.model_fields:
             annotation = annotation.model_fields[part].annotation
         elif get_origin(annotation) is dict:
             annotation = get_args(annotation)[1]
         else:
-            return []
-    annotation = _unwrapped(annotation)
-    return list(annotation.model_fields) if isinstance(annotation, type) and issubclass(annotation, BaseModel) else []
+            annotation = None
+    return written, holder
+
+
+def _tagged_member(union: Any, tag: Any) -> Any:
+    """The member of a tagged union (pydantic's Discriminator) that `tag` names; None where `union` is none."""
+    for member in get_args(union) if get_origin(union) in (Union, UnionType) else ():
+        if any(isinstance(meta, Tag) and meta.tag == tag for meta in getattr(member, "__metadata__", ())):
+            return _unwrapped(member)
+    return None
 
 
 def _unwrapped(annotation: Any) -> Any:
@@ -53,7 +77,7 @@ def explain(where: str, err: ValidationError, model: type[BaseModel]) -> str:
     lines = [f"{where} is invalid ({count} problem{'s' if count > 1 else ''}):"]
     for problem in err.errors():
         found = problem.get("ctx", {}).get("error")
-        where_in = [str(part) for part in problem["loc"]]
+        where_in = located(model, tuple(problem["loc"]))[0]
         if isinstance(found, SettingProblem):
             lines.append(f"  - {'.'.join([*where_in, found.key])}: {found.problem}")
         else:

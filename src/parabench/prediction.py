@@ -86,14 +86,15 @@ UNMEASURED_INTERCONNECT = "pcie4"  # predict.interconnect: measured, where one d
 UNMEASURED_NETWORK = "ethernet25"  # predict.network: measured, where there is one node and no network to measure
 
 
-def unknown_links(interconnect: str, network: str) -> list[str]:
-    """What is wrong with predict.interconnect and predict.network (a preset's name each, or `measured`), one line
-    each, naming the choices."""
+def unknown_links(interconnect: object, network: object) -> list[str]:
+    """What is wrong with the names in predict.interconnect and predict.network (a preset's name, `measured`, or a
+    link's numbers, which the params schema checks), one line each, naming the choices."""
     choices = ", ".join(PRESETS)
     return [
-        f"predict.{key}: {value!r} is no link known here; choose {MEASURED} or one of {choices}"
+        f"predict.{key}: {value!r} is no link known here; choose {MEASURED}, one of {choices}, or give the link's "
+        "numbers, e.g. {bandwidth_gb_per_s: 100, latency_us: 5, source: my switch's datasheet}"
         for key, value in (("interconnect", interconnect), ("network", network))
-        if value != MEASURED and value not in PRESETS
+        if isinstance(value, str) and value != MEASURED and value not in PRESETS
     ]
 
 

@@ -29,7 +29,7 @@ import statistics
 from itertools import accumulate, combinations
 from typing import Any
 
-from parabench.config import PredictOptions
+from parabench.config import GivenLink, PredictOptions
 from parabench.prediction import (
     MEASURED,
     PRESETS,
@@ -123,10 +123,14 @@ def link_at(devices: int, options: PredictOptions, probe: Probe, network: Probe)
     return chosen_links(options.interconnect, probe, UNMEASURED_INTERCONNECT, "", "one device")
 
 
-def chosen_links(choice: str, probe: Probe, unmeasured: str, kind: str, alone: str) -> tuple[Links, str, bool]:
+def chosen_links(
+    choice: str | GivenLink, probe: Probe, unmeasured: str, kind: str, alone: str
+) -> tuple[Links, str, bool]:
     """The links a predict.interconnect or predict.network `choice` names (`kind` prefixes the text: "network " or
-    nothing): a preset, or `measured`: the probe's fit, and where it timed nothing (`alone`: one device or one
-    node), the `unmeasured` preset, said so."""
+    nothing): the numbers params.yaml gives, a preset, or `measured`: the probe's fit, and where it timed nothing
+    (`alone`: one device or one node), the `unmeasured` preset, said so."""
+    if isinstance(choice, GivenLink):
+        return Links.alike(choice.link()), f"{kind}{choice.describe()}", False
     note = ""
     if choice == MEASURED:
         links = measured_links(probe)
