@@ -16,10 +16,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("workload", choices=sorted(WORKLOADS))
     args = parser.parse_args()
-    options = load_params().predict
+    params = load_params()
+    options = params.predict
     probe, network = (probe_record(read_json(path)) for path in (PROBE_FILE, PROBE_NETWORK_FILE))
     benchmark = BenchmarkResults.model_validate(read_json(results_file("benchmark", args.workload)))
-    prediction = predict(benchmark, options, probe, network)
+    prediction = predict(benchmark, options, params.settings(args.workload).scaling, probe, network)
     write_json(results_file("prediction", args.workload), prediction.model_dump(mode="json"))
     write_json(prediction_metrics_file(args.workload), compact(prediction, options))
 

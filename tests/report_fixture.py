@@ -120,7 +120,7 @@ def write_pipeline_outputs(root: Path) -> None:
     options = PredictOptions(
         devices=[4, 64], devices_per_node=8, interconnect="measured", network="measured", probe_max_bytes=4
     )
-    prediction = predict(benchmark, options, probe, network)
+    prediction = predict(benchmark, options, "strong", probe, network)
     write_json(root / results_file("prediction", "fashion_mnist"), prediction.model_dump(mode="json"))
     cells = benchmark.cells
     cut = cells["model_parallel"]

@@ -10,7 +10,6 @@ from parabench.engine import check
 from parabench.engine.check import check_all
 from parabench.engine.plan import make_plan
 from parabench.errors import ConfigError, StrategyUnavailable
-from parabench.prediction import Link
 from parabench.runtime.hardware import resolve
 from parabench.strategies import STRATEGIES
 from parabench.strategies.options import StrategyName
@@ -383,7 +382,7 @@ def test_a_link_can_be_given_by_its_numbers_and_a_wrong_number_is_named(base_par
     base_params["predict"].update(interconnect=given, network={"bandwidth_gb_per_s": 1.25, "latency_us": 20})
     params = load_params(write_params(base_params))
     check_all(params)
-    assert params.predict.interconnect.link() == Link(3e-6, 1 / 64e9)
+    assert (params.predict.interconnect.bandwidth_gb_per_s, params.predict.interconnect.latency_us) == (64, 3)
     assert params.predict.network.source == "given in params.yaml", "the source is optional"
     base_params["predict"]["interconnect"] = {"bandwith_gb_per_s": 64, "latency_us": 3}
     with pytest.raises(ConfigError) as misspelt:

@@ -50,6 +50,7 @@ def test_the_page_answers_each_seed_with_every_figure_embedded(page: Path):
     assert text.count("What more devices would buy here (PREDICTED)") == 1, "fashion_mnist's; resnet50 has none yet"
     assert "<td>ddp</td>" in text and "exposed all-reduce is" in text and "infiniband400" in text
     assert "No two checked cells differ beyond the noise here." in text, "one checked cell: no order to keep"
+    assert "single's global batch shared by the devices (strong scaling)" in text, "the rule the predictions follow"
     assert "The links measured here" in text and "<td>100 us</td>" in text and "0.041 GB/s at 4,096 B" in text
     assert "Between the nodes" in text and "<td>300 us</td>" in text, "the probe between the nodes, beside it"
     assert "<td>ddp</td>" in text and "input 10% · compute 53% · communication 13% · optimizer 19% · idle 5%" in text, (

@@ -33,7 +33,7 @@ OPTIONS = PredictOptions(
 
 def test_a_data_parallel_cell_is_predicted_from_the_ceiling_and_the_probe_s_all_reduce():
     benchmark = summarize_cells(entries())
-    prediction = predict(benchmark, OPTIONS, PROBE, ONE_NODE)
+    prediction = predict(benchmark, OPTIONS, "strong", PROBE, ONE_NODE)
     ddp = next(check for check in prediction.checks if check.cell == "ddp")
     cells = benchmark.cells
     gradients = cells["single"].parameters * 4
@@ -59,7 +59,7 @@ def test_cells_measured_apart_beyond_the_noise_are_checked_for_the_order_their_p
             ("allreduce", [run([0.6] * 3, 2), run([0.6] * 3, 2)]),
         )
     ]
-    prediction = predict(summarize_cells(timed), OPTIONS, PROBE, ONE_NODE)
+    prediction = predict(summarize_cells(timed), OPTIONS, "strong", PROBE, ONE_NODE)
     orders = {(order.faster, order.slower): order for order in prediction.order_checks}
     assert set(orders) == {("ddp", "fsdp"), ("ddp", "allreduce"), ("fsdp", "allreduce")}
     assert orders["ddp", "fsdp"].agrees and orders["ddp", "fsdp"].predicted_ratio > 1
@@ -78,13 +78,13 @@ def test_cells_within_the_noise_of_each_other_have_no_order_to_keep():
         tiny_plan("fsdp", two, "benchmark", batch_size=64),
         runs=[run([0.15] * 3, 2), run([0.15] * 3, 2)],
     )
-    prediction = predict(summarize_cells([*entries(), fsdp]), OPTIONS, PROBE, ONE_NODE)
+    prediction = predict(summarize_cells([*entries(), fsdp]), OPTIONS, "strong", PROBE, ONE_NODE)
     assert {check.cell for check in prediction.checks} == {"ddp", "fsdp"}
     assert prediction.order_checks == []
 
 
 def test_predictions_at_more_devices_name_their_link_and_are_unvalidated_off_this_machine():
-    prediction = predict(summarize_cells(entries()), OPTIONS, PROBE, ONE_NODE)
+    prediction = predict(summarize_cells(entries()), OPTIONS, "strong", PROBE, ONE_NODE)
     rows = {(row.strategy, row.devices): row for row in prediction.predictions}
     strategies = ("ddp", "allreduce", "fsdp", "pipeline", "model_parallel")
     assert set(rows) == {(strategy, n) for strategy in strategies for n in (4, 64)} | {("dp", 4)}, (
@@ -111,10 +111,34 @@ def test_dp_at_more_devices_scatters_the_bytes_a_unit_of_single_took():
     heavier = benchmark.model_copy(update={"cells": {**benchmark.cells, "single": heavy}})
 
     def dp_step(summary: CellsSummary) -> float:
-        row = next(row for row in predict(summary, OPTIONS, PROBE, ONE_NODE).predictions if row.strategy == "dp")
+        row = next(
+            row for row in predict(summary, OPTIONS, "strong", PROBE, ONE_NODE).predictions if row.strategy == "dp"
+        )
         return single.step_time_s.median / row.speedup
 
     assert dp_step(heavier) - dp_step(benchmark) == pytest.approx(0.75 * 64 * 1e6 / 1e9)
+
+
+def test_under_weak_scaling_each_replica_computes_single_s_whole_step_and_the_batch_grows_with_the_devices():
+    """A replica's 4 MB of gradients fill one bucket, so ddp hides none of its all-reduce at any N: strong scaling
+    gives single's step over (1/N of it + the all-reduce); weak, N batches of single's in (its step + the same
+    all-reduce). A cut model has no replicas: its batch, and its prediction, stay."""
+    benchmark = summarize_cells(entries())
+    by_rule = {
+        rule: {
+            (row.strategy, row.devices): row for row in predict(benchmark, OPTIONS, rule, PROBE, ONE_NODE).predictions
+        }
+        for rule in ("strong", "weak")
+    }
+    step = benchmark.cells["single"].step_time_s.median
+    all_reduce = collective_seconds(Link(1e-4, 1e-9), "all_reduce", 4e6, 4)
+    assert by_rule["strong"]["ddp", 4].speedup == pytest.approx(step / (step / 4 + all_reduce))
+    assert by_rule["weak"]["ddp", 4].speedup == pytest.approx(4 * step / (step + all_reduce))
+    assert by_rule["weak"]["ddp", 4].efficiency > by_rule["strong"]["ddp", 4].efficiency
+    assert by_rule["weak"]["dp", 4].speedup < by_rule["weak"]["ddp", 4].speedup, "dp's first device takes in 4 batches"
+    for cut in ("pipeline", "model_parallel"):
+        assert by_rule["weak"][cut, 4] == by_rule["strong"][cut, 4]
+    assert predict(benchmark, OPTIONS, "weak", PROBE, ONE_NODE).scaling == "weak"
 
 
 def test_the_link_changes_kind_beyond_a_node():
@@ -136,7 +160,7 @@ def test_a_link_given_by_its_numbers_is_used_as_given_and_never_validated():
     assert text == "64 GB/s, 3 us a step (PCI Express 5.0 x16)"
     rows = {
         (row.strategy, row.devices): row
-        for row in predict(summarize_cells(entries()), given, PROBE, ONE_NODE).predictions
+        for row in predict(summarize_cells(entries()), given, "strong", PROBE, ONE_NODE).predictions
     }
     assert rows["ddp", 4].link == text and not rows["ddp", 4].validated
 
@@ -152,10 +176,11 @@ def test_beyond_a_node_the_measured_network_is_the_probe_between_the_nodes_or_et
     assert link_at(8, measured, PROBE, network)[0].all_reduce == Link(1e-4, 1e-9), "within a node: the in-node probe"
     links, text, validated = link_at(9, measured, PROBE, ONE_NODE)
     assert links == Links.alike(PRESETS["ethernet25"].link) and not validated and "nothing measured" in text
-    rows = predict(summarize_cells(entries()), measured, PROBE, network).predictions
+    rows = predict(summarize_cells(entries()), measured, "strong", PROBE, network).predictions
     slower = predict(
         summarize_cells(entries()),
         measured,
+        "strong",
         PROBE,
         network.model_copy(update={"collectives": {"all_reduce": slow.model_copy(update={"latency_s": 1e-1})}}),
     ).predictions
@@ -209,7 +234,7 @@ def test_model_parallel_is_predicted_as_a_pipeline_of_one_micro_batch():
     cells["model_parallel"] = cells["model_parallel"].model_copy(
         update={"strategy_details": {"cut": [3, 3], "stage_seconds": [0.03, 0.05]}}
     )
-    prediction = predict(benchmark, OPTIONS, PROBE, ONE_NODE)
+    prediction = predict(benchmark, OPTIONS, "strong", PROBE, ONE_NODE)
     (checked,) = [check for check in prediction.checks if check.cell == "model_parallel"]
     parts = cells["single"].time_split_s
     assert checked.predicted_step_s == pytest.approx(0.03 + 0.05 + parts["input"] + parts["optimizer"])
@@ -226,7 +251,9 @@ def test_model_parallel_on_devices_of_their_own_sends_each_boundary_s_activation
         update={"strategy_details": details, "devices_virtual": False}
     )
     (checked,) = [
-        check for check in predict(benchmark, OPTIONS, PROBE, ONE_NODE).checks if check.cell == "model_parallel"
+        check
+        for check in predict(benchmark, OPTIONS, "strong", PROBE, ONE_NODE).checks
+        if check.cell == "model_parallel"
     ]
     parts = cells["single"].time_split_s
     crossing = 2 * (1e-4 + 10**6 * 1e-9)
@@ -245,14 +272,16 @@ def test_a_cut_model_is_predicted_on_at_most_one_device_per_block_its_boundaries
     }
     cells["model_parallel"] = cells["model_parallel"].model_copy(update={"strategy_details": staged})
     options = OPTIONS.model_copy(update={"devices": [4, 8]})
-    rows = {(row.strategy, row.devices): row for row in predict(benchmark, options, PROBE, ONE_NODE).predictions}
+    rows = {
+        (row.strategy, row.devices): row for row in predict(benchmark, options, "strong", PROBE, ONE_NODE).predictions
+    }
     assert ("pipeline", 4) in rows and ("model_parallel", 4) in rows
     assert ("pipeline", 8) not in rows and ("model_parallel", 8) not in rows, "6 blocks: no 8-stage cut"
     assert ("ddp", 8) in rows
     assert rows["pipeline", 4].link.startswith("pipeline stages, activations over measured: gloo")
     no_cut = {
         (row.strategy, row.devices): row
-        for row in predict(summarize_cells(entries()), options, PROBE, ONE_NODE).predictions
+        for row in predict(summarize_cells(entries()), options, "strong", PROBE, ONE_NODE).predictions
     }
     assert rows["pipeline", 4].speedup < no_cut["pipeline", 4].speedup, "the transfers cost time"
     assert "no transfers modelled" in no_cut["pipeline", 4].link
@@ -277,7 +306,7 @@ def test_unequal_blocks_predict_a_slower_pipeline_than_equal_ones():
         staged["block_output_bytes_per_unit"] = [0.0] * 5
         cells = dict(benchmark.cells)
         cells["model_parallel"] = cells["model_parallel"].model_copy(update={"strategy_details": staged})
-        rows = predict(benchmark.model_copy(update={"cells": cells}), options, PROBE, ONE_NODE).predictions
+        rows = predict(benchmark.model_copy(update={"cells": cells}), options, "strong", PROBE, ONE_NODE).predictions
         return next(row.speedup for row in rows if row.strategy == "pipeline")
 
     assert pipeline_speedup([0.04, 0.01, 0.01, 0.01, 0.01, 0.01]) < pipeline_speedup([0.015] * 6)

@@ -25,7 +25,6 @@ from parabench.errors import ConfigError
 from parabench.models.checkpointing import Checkpointing
 from parabench.params_problems import SettingProblem, explain, non_finite_keys
 from parabench.paths import prepared_dir
-from parabench.prediction import GBYTE, Link
 from parabench.runtime.hardware import Hardware
 from parabench.strategies import STRATEGIES
 from parabench.strategies.options import (
@@ -135,14 +134,6 @@ class GivenLink(Strict):
     bandwidth_gb_per_s: Annotated[float, Field(gt=0)]  # per direction, 1 GB = 1e9 bytes
     latency_us: Annotated[float, Field(ge=0)]  # one message step (a ring's step), in microseconds
     source: str = "given in params.yaml"  # where the numbers come from: a datasheet, a measurement elsewhere
-
-    def link(self) -> Link:
-        """The link the prediction computes with."""
-        return Link(self.latency_us * 1e-6, 1 / (self.bandwidth_gb_per_s * GBYTE))
-
-    def describe(self) -> str:
-        """The numbers and their source, as a prediction's row names its link."""
-        return f"{self.bandwidth_gb_per_s:g} GB/s, {self.latency_us:g} us a step ({self.source})"
 
 
 LinkChoice = Annotated[  # a link's name (measured, or a preset of prediction.py), or its numbers (a mapping)

@@ -443,8 +443,8 @@ class PredictedScaling(Record):
     """A strategy predicted at a device count."""
 
     strategy: str = Field(description="the strategy")
-    devices: int = Field(description="devices of their own, the global batch shared")
-    speedup: float = Field(description="single's step over the predicted step")
+    devices: int = Field(description="devices of their own, under the workload's scaling rule")
+    speedup: float = Field(description="the predicted rate (units a second) over single's")
     efficiency: float = Field(description="speedup over devices")
     exposed_share: float = Field(description="the predicted step's share left to exposed communication (or bubble)")
     link: str = Field(description="the link its collectives cross, and where its figures come from")
@@ -481,6 +481,10 @@ class PredictionResults(Record):
     )
     within_goal: bool = Field(
         description="every check within its goal, the median within 8%, and every order check agreeing"
+    )
+    scaling: str = Field(
+        description="the workload's scaling rule the predictions follow: strong (single's global batch shared by the "
+        "devices) or weak (each device a batch as large as single's: the global batch grows with them)"
     )
     predictions: list[PredictedScaling] = Field(description="each strategy at each count of predict.devices")
     bottleneck: Bottleneck | None = Field(description="what limits ddp at the largest count; None: nothing predicted")

@@ -9,6 +9,7 @@ intervals side by side, and it is the one that says whether a strategy changed w
 import math
 import statistics
 from fractions import Fraction
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -104,6 +105,24 @@ def median_interval(rounds: list[list[float]], seed: int = 0) -> tuple[float, fl
     medians = _resampled_medians(rounds, np.random.default_rng(seed))
     low, high = np.percentile(medians, [2.5, 97.5])
     return float(np.median(np.concatenate([np.asarray(steps) for steps in rounds]))), float(low), float(high)
+
+
+class TimedCell(Protocol):
+    """What a rate ratio reads of a timed cell (records.CellFigures): its steps round by round, and its batch."""
+
+    @property
+    def step_durations_by_round(self) -> list[list[float]]: ...
+
+    @property
+    def global_batch(self) -> int: ...
+
+
+def rate_ratio(figures: TimedCell, base: TimedCell) -> tuple[float, float, float]:
+    """A cell's rate over another's, paired by round (ratio_interval), with its 95% bootstrap interval (each global
+    batch counted: under weak scaling the cells' batches differ)."""
+    point, low, high = ratio_interval(base.step_durations_by_round, figures.step_durations_by_round)
+    scale = figures.global_batch / base.global_batch
+    return point * scale, low * scale, high * scale
 
 
 def ratio_interval(

@@ -590,7 +590,8 @@ def measure_cell(
     )
     memory.read()
     others = load.job_other_cpu_share(started, load.mark())
-    kept, unit_bytes = None, (None, None)
+    kept = None
+    unit_bytes: tuple[float | None, float | None] = (None, None)
     if count_kept:  # one more step, off the clock: what its forward kept for backward (a cell's first round only)
         with SavedForBackward() as saved:
             result, _ = optimizer_step(trainer, data, batches[-1])

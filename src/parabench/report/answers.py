@@ -12,8 +12,8 @@ from parabench.records import (
     SweepResults,
     ran,
 )
-from parabench.report.benchmark import REFERENCE, ratio
-from parabench.stats import ratio_verdict
+from parabench.report.benchmark import REFERENCE
+from parabench.stats import rate_ratio, ratio_verdict
 
 
 @dataclass(frozen=True)
@@ -153,7 +153,7 @@ def pair_sentence(benchmark: CellsSummary, first: str, second: str) -> str:
             reason = cell.reason.splitlines()[0].rstrip(".") if cell.reason else "no reason recorded"
             return f"{first} against {second}: {label} did not run here ({reason})."
         pair.append(cell)
-    point, low, high = ratio(*pair)
+    point, low, high = rate_ratio(*pair)
     verdict = ratio_verdict((point, low, high), benchmark.noise.floor)
     words = {"faster": "faster than", "slower": "slower than"}.get(verdict, "no different, beyond the noise, from")
     return f"{first} trains at {point:.2f}x ({low:.2f}x-{high:.2f}x) the rate of {second}: {words} {second}."

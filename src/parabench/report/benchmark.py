@@ -25,7 +25,7 @@ from parabench.report.benchmark_figure import draw
 from parabench.report.time_split import PART_MEANINGS, time_split, typical_parts
 from parabench.runtime.environment import describe, machine_line
 from parabench.runtime.load import CONTENDED_SHARE
-from parabench.stats import NO_DIFFERENCE, median_interval, noise_floor, ratio_interval, ratio_verdict
+from parabench.stats import NO_DIFFERENCE, median_interval, noise_floor, rate_ratio, ratio_verdict
 
 REFERENCE = "single"
 NOT_STRATEGIES = (CEILING, CONTROL)  # cells that bound or check the others: never an answer
@@ -168,14 +168,6 @@ def with_comparisons(
     )
 
 
-def ratio(figures: CellFigures, base: CellFigures) -> tuple[float, float, float]:
-    """A cell's rate over another's, paired by round (stats.ratio_interval), with its 95% bootstrap interval (each
-    global batch counted: under weak scaling the cells' batches differ)."""
-    point, low, high = ratio_interval(base.step_durations_by_round, figures.step_durations_by_round)
-    scale = figures.global_batch / base.global_batch
-    return point * scale, low * scale, high * scale
-
-
 def against(
     figures: CellFigures, base: CellFigures | None, floor: float | None
 ) -> tuple[float | None, list[float] | None, str | None]:
@@ -183,7 +175,7 @@ def against(
     did not run)."""
     if base is None:
         return None, None, None
-    point, low, high = ratio(figures, base)
+    point, low, high = rate_ratio(figures, base)
     return point, [low, high], ratio_verdict((point, low, high), floor)
 
 
@@ -198,7 +190,7 @@ def noise_of(reference: CellFigures | None, control: CellFigures | None, smalles
             smallest_difference=smallest_difference,
             why_none="the A/A control did not run (benchmark.strategies must list single)",
         )
-    point, low, high = ratio(control, reference)
+    point, low, high = rate_ratio(control, reference)
     measured = noise_floor(point)
     return NoiseFloor(
         floor=max(measured, smallest_difference),
@@ -271,10 +263,10 @@ def ranking(cells: dict[str, Cell], flags: dict[str, str], floor: float | None) 
     best = ranked[0]
     tied = [best]
     for label in ranked[1:]:
-        if ratio_verdict(ratio(candidates[best], candidates[label]), floor) == "faster":
+        if ratio_verdict(rate_ratio(candidates[best], candidates[label]), floor) == "faster":
             break
         tied.append(label)
-    margin = ratio(candidates[best], candidates[ranked[1]]) if len(ranked) > 1 else None
+    margin = rate_ratio(candidates[best], candidates[ranked[1]]) if len(ranked) > 1 else None
     return Ranking(
         fastest=best if len(tied) == 1 else None,
         tied=tied if len(tied) > 1 else [],

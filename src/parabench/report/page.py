@@ -252,6 +252,12 @@ def probe_html() -> str:
     return "".join(parts)
 
 
+SCALING_WORDS = {
+    "strong": "single's global batch shared by the devices (strong scaling)",
+    "weak": "each device a batch as large as single's, so the global batch grows with them (weak scaling)",
+}
+
+
 def prediction_html(workload: str) -> str:
     """What more devices would buy (results/prediction/): predicted against measured at each multi-device cell,
     then each strategy's predicted speedup (efficiency) per device count, marked unvalidated off this machine, and
@@ -278,8 +284,9 @@ def prediction_html(workload: str) -> str:
         "them alike (the faster's rate over the slower's, measured with its 95% interval, and predicted)?</p>",
         table_html([order_row(order) for order in prediction.order_checks])
         or '<p class="note">No two checked cells differ beyond the noise here.</p>',
-        '<p class="note">Each strategy\'s predicted speedup over single (efficiency) on devices of their own, the '
-        "global batch shared; * unvalidated: another link kind, or devices unlike this machine's.</p>",
+        '<p class="note">Each strategy\'s predicted speedup over single (efficiency) on devices of their own, '
+        f"{SCALING_WORDS.get(prediction.scaling, prediction.scaling)}; * unvalidated: another link kind, or devices "
+        "unlike this machine's.</p>",
         table_html(list(grid.values())),
     ]
     if neck:

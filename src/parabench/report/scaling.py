@@ -17,12 +17,14 @@ schedule's bound over its stages' forward and backward seconds, timed one by one
 and optimizer; model_parallel is that pipeline with one micro-batch, its stages one after another (on a CPU, one
 process on virtual devices: nothing is sent). Each is compared with the cell's own median step.
 
-The extension. At N devices of their own (strong scaling: the global batch shared), one replica computes 1/N of single's
-step (dp: 1/N of its forward and backward, its input and optimizer whole on the first device, and only within one node,
-its one process driving every device); a cut model is cut into N stages as `partition.balance: time` would cut its
-timed blocks (cut_at). The link is the probe's (or predict.interconnect) within a node and predict.network (the probe
-between the nodes, or a preset) beyond predict.devices_per_node devices. A prediction that leaves what was measured
-(another link kind, or devices of their own where this machine's were virtual) says so: `validated` is false.
+The extension. At N devices of their own, under the workload's scaling rule: strong (single's global batch shared),
+one replica computes 1/N of single's step (dp: 1/N of its forward and backward, its input and optimizer whole on the
+first device, and only within one node, its one process driving every device); weak (each replica a batch as large as
+single's), one replica computes single's whole step, and dp's first device takes in N batches. A cut model (no
+replicas: its batch stays) is cut into N stages as `partition.balance: time` would cut its timed blocks (cut_at). The
+link is the probe's (or predict.interconnect) within a node and predict.network (the probe between the nodes, a
+preset, or numbers params.yaml gives) beyond predict.devices_per_node devices. A prediction that leaves what was
+measured (another link kind, or devices of their own where this machine's were virtual) says so: `validated` is false.
 """
 
 import statistics
@@ -31,6 +33,7 @@ from typing import Any
 
 from parabench.config import GivenLink, PredictOptions
 from parabench.prediction import (
+    GBYTE,
     MEASURED,
     PRESETS,
     UNMEASURED_INTERCONNECT,
@@ -60,9 +63,9 @@ from parabench.records import (
     SweepCell,
     ran,
 )
-from parabench.report.benchmark import ratio
-from parabench.stats import NO_DIFFERENCE, Z_95, ratio_verdict
+from parabench.stats import NO_DIFFERENCE, Z_95, rate_ratio, ratio_verdict
 from parabench.strategies.partition import split_costs
+from parabench.workloads.contract import Scaling
 
 GRADIENT_BYTES_PER_PARAMETER = 4  # float32
 DDP_BUCKET_BYTES = 25 * 2**20  # DistributedDataParallel's default bucket_cap_mb
@@ -130,7 +133,9 @@ def chosen_links(
     nothing): the numbers params.yaml gives, a preset, or `measured`: the probe's fit, and where it timed nothing
     (`alone`: one device or one node), the `unmeasured` preset, said so."""
     if isinstance(choice, GivenLink):
-        return Links.alike(choice.link()), f"{kind}{choice.describe()}", False
+        link = Link(choice.latency_us * 1e-6, 1 / (choice.bandwidth_gb_per_s * GBYTE))
+        described = f"{choice.bandwidth_gb_per_s:g} GB/s, {choice.latency_us:g} us a step ({choice.source})"
+        return Links.alike(link), f"{kind}{described}", False
     note = ""
     if choice == MEASURED:
         links = measured_links(probe)
@@ -260,16 +265,17 @@ def order_checks(checks: list[PredictionCheck], cells: dict[str, Cell], floor: f
     the ratio is farther from 1 than the A/A floor: the benchmark's own verdict), and whether their predicted steps
     order them alike (each step's rate counting its global batch, as the measured ratio does). Pairs within the noise
     have no measured order to keep."""
-    predicted = {check.cell: check for check in checks}
+    predicted = {check.cell: check.predicted_step_s for check in checks}
+    timed = {label: figures for label in predicted if (figures := ran(cells, label)) is not None}
     orders = []
-    for first, second in combinations(predicted, 2):
-        verdict = ratio_verdict(ratio(cells[first], cells[second]), floor)
+    for first, second in combinations(timed, 2):
+        verdict = ratio_verdict(rate_ratio(timed[first], timed[second]), floor)
         if verdict == NO_DIFFERENCE:
             continue
         faster, slower = (first, second) if verdict == "faster" else (second, first)
-        point, low, high = ratio(cells[faster], cells[slower])
-        batches = cells[faster].global_batch / cells[slower].global_batch
-        predicted_ratio = batches * predicted[slower].predicted_step_s / predicted[faster].predicted_step_s
+        point, low, high = rate_ratio(timed[faster], timed[slower])
+        batches = timed[faster].global_batch / timed[slower].global_batch
+        predicted_ratio = batches * predicted[slower] / predicted[faster]
         orders.append(
             OrderCheck(
                 faster=faster,
@@ -329,15 +335,19 @@ def extended(
     staged: dict[str, Any],
     sharded_blocks: int,
     options: PredictOptions,
+    scaling: Scaling,
     probe: Probe,
     network: Probe,
 ) -> list[PredictedScaling]:
-    """Each predicted strategy's speedup and efficiency over single at every count of predict.devices, on devices of
-    their own, with the share of the step its exposed communication (or bubble) takes and the link it crosses (fsdp
-    over the benchmark's `sharded_blocks`; dp within one node only, its input and optimizer on the first device). A
-    cut model is cut as `cut_at` says, at most one stage per block, each boundary sending a micro-batch's activation
+    """Each predicted strategy's speedup (its rate over single's) and efficiency at every count of predict.devices,
+    on devices of their own, with the share of the step its exposed communication (or bubble) takes and the link it
+    crosses (fsdp over the benchmark's `sharded_blocks`; dp within one node only, its input and optimizer on the
+    first device). Under strong `scaling` the replicas share single's global batch; under weak each computes one as
+    large as single's, so the global batch grows with them (a cut model has no replicas: its batch stays). A cut
+    model is cut as `cut_at` says, at most one stage per block, each boundary sending a micro-batch's activation
     forward and its gradient back."""
     single_step, forward_backward = single.step_time_s.median, forward_backward_s(single)
+    input_s = single.time_split_s.get("input", 0.0)
     virtual = single.devices_virtual or (isinstance(probe, Probed) and probe.device == "cpu")
     micro_batches = int(staged.get("micro_batches", 4))
     blocks, timed_blocks = sum(staged.get("cut", [])), bool(staged.get("block_seconds"))
@@ -349,6 +359,7 @@ def extended(
                 continue
             if strategy in STAGED and blocks and devices > blocks:
                 continue
+            grown = devices if scaling == "weak" and strategy not in STAGED else 1  # the global batch over single's
             if strategy in STAGED:
                 each = micro_batches if strategy == "pipeline" else 1
                 shares, sent = cut_at(devices, staged, single.global_batch / each)
@@ -356,22 +367,26 @@ def extended(
                 bound = pipeline_step([forward_backward * share / each for share in shares], each, transfers)
                 step = StepPrediction(bound.compute_s + single_step - forward_backward, bound.exposed_communication_s)
             else:
-                divided = forward_backward if strategy in ONE_PROCESS else single_step
-                compute = single_step - divided + divided / devices
+                if strategy in ONE_PROCESS:  # the first device takes in the whole global batch and steps alone
+                    compute = (
+                        single_step - forward_backward + (grown - 1) * input_s + forward_backward * grown / devices
+                    )
+                else:
+                    compute = single_step * grown / devices
                 fsdp_blocks = sharded_blocks if strategy == "fsdp" else 0
                 step = strategy_step(
                     strategy,
                     compute,
-                    forward_backward / devices,
+                    forward_backward * grown / devices,
                     parameters,
                     links,
                     devices,
                     True,
                     "full",
                     fsdp_blocks,
-                    scattered_bytes(single, single.global_batch),
+                    scattered_bytes(single, single.global_batch * grown),
                 )
-            speedup = single_step / step.step_s
+            speedup = grown * single_step / step.step_s
             rows.append(
                 PredictedScaling(
                     strategy=strategy,
@@ -406,12 +421,14 @@ def cut_at(stages: int, staged: dict[str, Any], units: float) -> tuple[list[floa
 
 
 def bottleneck(
-    single: CellFigures, parameters: int, options: PredictOptions, probe: Probe, network: Probe
+    single: CellFigures, parameters: int, options: PredictOptions, scaling: Scaling, probe: Probe, network: Probe
 ) -> Bottleneck:
-    """ddp at the largest device count: the share of its step left to exposed all-reduce over the link it crosses,
-    and what each other link of that kind (within a node or between nodes) would leave."""
+    """ddp at the largest device count, under the workload's `scaling` (as `extended`): the share of its step left to
+    exposed all-reduce over the link it crosses, and what each other link of that kind (within a node or between
+    nodes) would leave."""
     devices = max(options.devices)
-    single_step, forward_backward = single.step_time_s.median, forward_backward_s(single)
+    grown = devices if scaling == "weak" else 1
+    single_step, forward_backward = single.step_time_s.median * grown, forward_backward_s(single) * grown
     links, link_text, _ = link_at(devices, options, probe, network)
     across = devices > options.devices_per_node
     chosen = options.network if across else options.interconnect
@@ -434,9 +451,11 @@ def bottleneck(
     )
 
 
-def predict(benchmark: CellsSummary, options: PredictOptions, probe: Probe, network: Probe) -> PredictionResults:
-    """The checks at the measured cells and the extension to predict.devices (module docstring), from the benchmark's
-    summarised cells and the probe's results."""
+def predict(
+    benchmark: CellsSummary, options: PredictOptions, scaling: Scaling, probe: Probe, network: Probe
+) -> PredictionResults:
+    """The checks at the measured cells and the extension to predict.devices under the workload's `scaling` rule
+    (module docstring), from the benchmark's summarised cells and the probe's results."""
     cells = benchmark.cells
     single = ran(cells, "single")
     if single is None:
@@ -449,6 +468,7 @@ def predict(benchmark: CellsSummary, options: PredictOptions, probe: Probe, netw
             within_goal=False,
             predictions=[],
             bottleneck=None,
+            scaling=scaling,
             why_none="single did not run in the benchmark (benchmark.strategies)",
             probe=probe,
         )
@@ -475,8 +495,9 @@ def predict(benchmark: CellsSummary, options: PredictOptions, probe: Probe, netw
         and all(check.within for check in checks)
         and statistics.median(errors) <= MEDIAN_GOAL
         and all(order.agrees for order in orders),
-        predictions=extended(single, parameters, staged, sharded_blocks, options, probe, network),
-        bottleneck=bottleneck(single, parameters, options, probe, network),
+        scaling=scaling,
+        predictions=extended(single, parameters, staged, sharded_blocks, options, scaling, probe, network),
+        bottleneck=bottleneck(single, parameters, options, scaling, probe, network),
         probe=probe,
     )
 

@@ -16,8 +16,8 @@ from typing import Any
 from parabench.data.provenance import Provenance
 from parabench.data.registry import origin_tag
 from parabench.records import CellsSummary, Comparison, Evaluation, Ranking, RunRecord, Speedups, ran
-from parabench.report.benchmark import REFERENCE, ratio
-from parabench.stats import estimates_agree, in_words, ratio_interval
+from parabench.report.benchmark import REFERENCE
+from parabench.stats import estimates_agree, in_words, rate_ratio, ratio_interval
 from parabench.workloads import WORKLOADS
 
 DRAWN = "synthetic, seeded"
@@ -40,7 +40,7 @@ def benchmark_speedup(
     if benchmark is None:
         return None
     run, ref = ran(benchmark.cells, strategy), ran(benchmark.cells, reference)
-    return ratio(run, ref) if run is not None and ref is not None else None
+    return rate_ratio(run, ref) if run is not None and ref is not None else None
 
 
 def training_runs_speedup(run: RunRecord, reference: RunRecord) -> tuple[float, float, float]:

@@ -23,6 +23,7 @@ from parabench.stats import mean_and_interval
 
 # params.yaml's workload names: the registry's keys in its order (workloads/__init__.py; tests/test_config.py)
 WorkloadName = Literal["fashion_mnist", "miniimagenet", "hotdog", "resnet50"]
+Scaling = Literal["weak", "strong"]  # weak: the batch is per replica, the global batch grows; strong: it is shared
 
 
 class TrainSettings(BaseModel):
@@ -33,7 +34,7 @@ class TrainSettings(BaseModel):
     epochs: Annotated[int, Field(ge=1)]
     batch_size: Annotated[int, Field(ge=1)]
     lr: Annotated[float, Field(gt=0)]
-    scaling: Literal["weak", "strong"]
+    scaling: Scaling
     warmup_steps: Annotated[int, Field(ge=0)]
     seed: Annotated[int, Field(ge=0, lt=2**32)]  # one 32-bit word of every SeedSequence a run draws from
     lr_schedule: Literal["constant", "cosine"] = "constant"  # cosine: linear warm-up, then down to 0 at the last step
