@@ -18,8 +18,9 @@ from tests.multiprocess import free_port
 from tests.setups import cpu_setup
 
 
-def test_sizes_grow_by_eight_up_to_the_largest():
-    assert probe_sizes(4096) == [4, 32, 256, 2048]
+def test_sizes_grow_by_eight_up_to_the_largest_and_end_at_it():
+    assert probe_sizes(4096) == [4, 32, 256, 2048, 4096], "the largest itself, where the powers of 8 miss it"
+    assert probe_sizes(2048) == [4, 32, 256, 2048]
     assert probe_sizes(4) == [4]
 
 

@@ -50,11 +50,12 @@ SHARDED_UNITS = 8  # blocks of the tiny model that times what sharding one more 
 
 
 def probe_sizes(largest_bytes: int) -> list[int]:
-    """The message sizes to time, in bytes: SMALLEST_BYTES times powers of SIZE_FACTOR up to `largest_bytes`."""
+    """The message sizes to time, in bytes: SMALLEST_BYTES times powers of SIZE_FACTOR up to `largest_bytes`, and
+    `largest_bytes` itself (a model's whole gradients, say), where the powers miss it."""
     sizes = [SMALLEST_BYTES]
     while sizes[-1] * SIZE_FACTOR <= largest_bytes:
         sizes.append(sizes[-1] * SIZE_FACTOR)
-    return sizes
+    return sizes if sizes[-1] == largest_bytes else [*sizes, largest_bytes]
 
 
 def operation(collective: Collective, size_bytes: int, process: Process) -> Callable[[], object]:
