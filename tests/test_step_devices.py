@@ -84,6 +84,6 @@ def test_a_process_that_reads_no_inputs_skips_the_transform():
     assert calls == [16]
     later_stage = replace(trainer.parallel, reads_inputs=False, train_step=lambda batch, loss: StepResult(None, None))
     reader_free = replace(trainer, parallel=later_stage)
-    _, targets = optimizer_step(reader_free, data, batch)
+    _, fed = optimizer_step(reader_free, data, batch)
     assert calls == [16], "no transform where the inputs are not read"
-    assert torch.equal(targets, batch.targets)
+    assert torch.equal(fed.targets, batch.targets)

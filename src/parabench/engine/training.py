@@ -161,10 +161,11 @@ def loss_scaler(device: torch.device, overflow_seen_by_all: bool) -> torch.amp.G
 
 def optimizer_step(
     trainer: Trainer, data: WorkloadData, batch: Batch, mark: Callable[[str], None] = lambda phase: None
-) -> tuple[StepResult, Tensor]:
+) -> tuple[StepResult, Batch]:
     """Batch to the strategy's device and through the workload's transform (where this process reads the inputs),
-    forward and backward through the strategy, the update and the schedule; returns the step's result and the targets
-    it was scored against (a transform never changes them). `mark(phase)` is called as each of timing.PHASES ends."""
+    forward and backward through the strategy, the update and the schedule; returns the step's result and the batch as
+    the model took it, whose targets the step was scored against (a transform never changes them). `mark(phase)` is
+    called as each of timing.PHASES ends."""
     trainer.optimizer.zero_grad(set_to_none=True)
     batch = batch.to(trainer.parallel.input_device)
     if trainer.parallel.reads_inputs:
@@ -180,7 +181,7 @@ def optimizer_step(
     if trainer.schedule is not None:
         trainer.schedule.step()
     mark("optimizer")
-    return result, batch.targets
+    return result, batch
 
 
 def accumulated_step(trainer: Trainer, batch: Batch, loss: LossFn) -> StepResult:
@@ -281,13 +282,13 @@ def train_pass(
     for step, batch in enumerate(bar, start=1):
         try:
             with clock.step():
-                result, targets = optimizer_step(trainer, data, batch, clock.mark)
+                result, fed = optimizer_step(trainer, data, batch, clock.mark)
         except Exception as err:  # a lost peer's collective error, an out-of-memory: say at which step
             raise StepFailed(step, steps, err) from err
         if after_step is not None:
             after_step(step)
         if result.outputs is not None and result.loss is not None:
-            targets = targets.to(result.outputs.device, non_blocking=True)
+            targets = fed.targets.to(result.outputs.device, non_blocking=True)
             losses.append(result.loss * len(targets))
             for key, value in data.tally(result.outputs, targets).items():
                 tallies.setdefault(key, []).append(value)
@@ -528,17 +529,14 @@ def transform_rate(data: WorkloadData, batches: list[Batch], device: torch.devic
     return len(batches[-1]) / statistics.median(clock.durations)
 
 
-def bytes_per_unit(
-    trainer: Trainer, data: WorkloadData, batch: Batch, result: StepResult
-) -> tuple[float | None, float | None]:
-    """A unit's bytes into the model (its inputs after the transform) and out of it (the outputs the loss read in
-    `result`, `batch`'s step): what a strategy splitting each batch over devices moves per unit (dp scatters the
-    inputs, gathers the outputs and scatters their gradients). None where this process has no outputs (a pipeline's
-    first stage: its model is not the whole model)."""
-    if result.outputs is None or not trainer.parallel.reads_inputs:
+def bytes_per_unit(fed: Batch, result: StepResult, reads_inputs: bool) -> tuple[float | None, float | None]:
+    """A unit's bytes into the model (the batch it took, `fed`, transformed where this process `reads_inputs`) and out
+    of it (the outputs the loss read in `result`): what a strategy splitting each batch over devices moves per unit (dp
+    scatters the inputs, gathers the outputs and scatters their gradients). None where this process has no outputs or
+    reads no inputs (a pipeline's stages: none is the whole model)."""
+    if result.outputs is None or not reads_inputs:
         return None, None
-    inputs = data.transform(batch.to(trainer.parallel.input_device)).inputs
-    return inputs.nbytes / len(batch), result.outputs.nbytes / len(batch)
+    return fed.inputs.nbytes / len(fed), result.outputs.nbytes / len(fed)
 
 
 def allreduce_seconds(numel: int, device: torch.device, repeats: int = 3) -> float:
@@ -594,9 +592,9 @@ def measure_cell(
     unit_bytes: tuple[float | None, float | None] = (None, None)
     if count_kept:  # one more step, off the clock: what its forward kept for backward (a cell's first round only)
         with SavedForBackward() as saved:
-            result, _ = optimizer_step(trainer, data, batches[-1])
+            result, fed = optimizer_step(trainer, data, batches[-1])
         kept = per_rank(gather_objects({str(process.device): saved.mb}))
-        unit_bytes = bytes_per_unit(trainer, data, batches[-1], result)
+        unit_bytes = bytes_per_unit(fed, result, trainer.parallel.reads_inputs)
     durations = slowest_per_step(clock.durations)
     phases = gather_objects(clock.phases)
     peaks = per_rank(gather_objects(memory.peaks_mb))

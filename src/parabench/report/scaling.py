@@ -269,11 +269,12 @@ def order_checks(checks: list[PredictionCheck], cells: dict[str, Cell], floor: f
     timed = {label: figures for label in predicted if (figures := ran(cells, label)) is not None}
     orders = []
     for first, second in combinations(timed, 2):
-        verdict = ratio_verdict(rate_ratio(timed[first], timed[second]), floor)
+        measured = rate_ratio(timed[first], timed[second])
+        verdict = ratio_verdict(measured, floor)
         if verdict == NO_DIFFERENCE:
             continue
         faster, slower = (first, second) if verdict == "faster" else (second, first)
-        point, low, high = rate_ratio(timed[faster], timed[slower])
+        point, low, high = measured if faster == first else rate_ratio(timed[faster], timed[slower])
         batches = timed[faster].global_batch / timed[slower].global_batch
         predicted_ratio = batches * predicted[slower] / predicted[faster]
         orders.append(
