@@ -59,14 +59,15 @@ def data_parallel(setup: dict[str, Any]) -> Outcome:
     devices = setup["devices"]
     compute = setup["batch_per_device"] / setup["single_device_samples_per_s"]
     link_name = setup["network"] if devices > setup["devices_per_node"] else setup["interconnect"]
+    gradients, fusion = 4 * setup["parameters"], setup["bucket_bytes"]
+    full, rest = divmod(gradients, fusion)
     step = data_parallel_step(
         compute,
         BACKWARD_SHARE * compute,
-        4 * setup["parameters"],
+        ([rest] if rest else []) + [fusion] * full,  # the last fused buffer full, as the module docstring says
         Links.alike(PRESETS[link_name].link),
         devices,
         overlaps=setup["strategy"] == "ddp",
-        bucket_bytes=setup["bucket_bytes"],
     )
     return Outcome(setup["name"], "efficiency", setup["published_efficiency"], compute / step.step_s)
 

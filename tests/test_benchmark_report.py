@@ -44,6 +44,8 @@ def run(step_seconds: list[float], ranks: int, other: float = 0.0, allreduce_s: 
         other_cpu_share=other,
         strategy_details={},
         parameters=1_000_000,
+        gradient_bytes=[3_200_000, 800_000],  # a weight and a smaller tensor after it: 4 bytes a parameter
+        buffer_bytes=0,
         transform_units_per_s=1000.0,
     )
 

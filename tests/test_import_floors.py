@@ -19,6 +19,7 @@ FLOORS = {
     "stats": 0,
     "records": 0,
     "prediction": 0,
+    "buckets": 0,
     "runtime": 1,
     "data": 1,
     "models": 1,

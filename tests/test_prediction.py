@@ -66,12 +66,28 @@ def test_a_boundary_s_transfers_run_between_its_stages_exposed_and_bound_the_ste
 def test_ddp_hides_what_the_backward_outlasts_but_never_its_last_bucket():
     gradients = 1e9  # 0.1 s of all-reduce over 2 ranks at 10 GB/s, in 40 buckets of 25 MB (2 x 10 us latency each)
     everything = collective_seconds(LINK, "all_reduce", gradients, 2) + 39 * 2 * LINK.latency_s
-    exposed = data_parallel_step(1.0, 0.08, gradients, Links.alike(LINK), 2, overlaps=True, bucket_bytes=25e6)
+    buckets = [25e6] * 40
+    exposed = data_parallel_step(1.0, 0.08, buckets, Links.alike(LINK), 2, overlaps=True)
     assert exposed.exposed_communication_s == pytest.approx(everything - 0.08)
-    hidden = data_parallel_step(1.0, 5.0, gradients, Links.alike(LINK), 2, overlaps=True, bucket_bytes=25e6)
+    hidden = data_parallel_step(1.0, 5.0, buckets, Links.alike(LINK), 2, overlaps=True)
     assert hidden.exposed_communication_s == pytest.approx(collective_seconds(LINK, "all_reduce", 25e6, 2))
-    plain = data_parallel_step(1.0, 5.0, gradients, Links.alike(LINK), 2, overlaps=False, bucket_bytes=25e6)
+    small_last = data_parallel_step(1.0, 5.0, [*buckets[1:], 1e6], Links.alike(LINK), 2, overlaps=True)
+    assert small_last.exposed_communication_s == pytest.approx(collective_seconds(LINK, "all_reduce", 1e6, 2)), (
+        "what is left is the last bucket's all-reduce: DDP's holds the model's first layers, often a small one"
+    )
+    plain = data_parallel_step(1.0, 5.0, buckets, Links.alike(LINK), 2, overlaps=False)
     assert plain.step_s == pytest.approx(1.0 + everything), "allreduce: after the backward, all of it"
+
+
+def test_ddp_broadcasts_its_buffers_before_the_forward_along_a_chain_exposed():
+    """4 ranks, 1 MB of buffers at 10 GB/s over send/recv's link: 3 latencies and 0.1 ms, hidden behind nothing."""
+    slow_messages = Link(latency_s=1e-3, seconds_per_byte=1 / 1e10)
+    links = Links(LINK, LINK, LINK, send_recv=slow_messages)
+    without = data_parallel_step(1.0, 5.0, [25e6], links, 4, overlaps=True)
+    step = data_parallel_step(1.0, 5.0, [25e6], links, 4, overlaps=True, broadcast_bytes=1e6)
+    assert step.exposed_communication_s - without.exposed_communication_s == pytest.approx(3 * 1e-3 + 1e-4)
+    alone = data_parallel_step(1.0, 5.0, [25e6], links, 1, overlaps=True, broadcast_bytes=1e6)
+    assert alone.exposed_communication_s == 0.0, "one rank: nothing to broadcast or reduce"
 
 
 def test_dp_broadcasts_the_parameters_and_reduces_the_gradients_through_its_first_device_exposed():
@@ -79,7 +95,7 @@ def test_dp_broadcasts_the_parameters_and_reduces_the_gradients_through_its_firs
     scatter_gather = 3 * 10e-6  # no batch: the three copies' latencies alone
     assert step.exposed_communication_s == pytest.approx(2 * (3 * 10e-6 + 0.1) + scatter_gather)
     assert step.compute_s == 1.0
-    ring = data_parallel_step(1.0, 0.0, 1e9, Links.alike(LINK), 4, overlaps=False, bucket_bytes=1e9)
+    ring = data_parallel_step(1.0, 0.0, [1e9], Links.alike(LINK), 4, overlaps=False)
     assert step.exposed_communication_s > ring.exposed_communication_s, "through one device: more than a ring"
     assert replicated_step(1.0, 1e9, 1e9, LINK, 1).step_s == 1.0, "one device: nothing to replicate or scatter"
 
@@ -112,12 +128,10 @@ def test_an_unknown_link_is_named_with_the_choices():
 
 def test_each_bucket_pays_the_ring_s_latency_and_the_copies_into_it_and_back():
     gradients, bucket = 100e6, 25e6  # 4 buckets
-    plain = data_parallel_step(1.0, 0.0, gradients, Links.alike(LINK), 4, overlaps=False, bucket_bytes=gradients)
-    bucketed = data_parallel_step(1.0, 0.0, gradients, Links.alike(LINK), 4, overlaps=False, bucket_bytes=bucket)
+    plain = data_parallel_step(1.0, 0.0, [gradients], Links.alike(LINK), 4, overlaps=False)
+    bucketed = data_parallel_step(1.0, 0.0, [bucket] * 4, Links.alike(LINK), 4, overlaps=False)
     assert bucketed.exposed_communication_s - plain.exposed_communication_s == pytest.approx(3 * 6 * LINK.latency_s)
-    copied = data_parallel_step(
-        1.0, 0.0, gradients, Links(LINK, LINK, LINK, 1e9), 4, overlaps=False, bucket_bytes=bucket
-    )
+    copied = data_parallel_step(1.0, 0.0, [bucket] * 4, Links(LINK, LINK, LINK, 1e9), 4, overlaps=False)
     assert copied.compute_s == pytest.approx(1.0 + 2 * 0.1), "into the bucket and back, 100 MB at 1 GB/s each"
     sharded = sharded_step(1.0, 1e8, Links(LINK, LINK, LINK, copy_bytes_per_s=1e9), 2, gathers_per_step=2, units=0)
     assert sharded.compute_s == pytest.approx(1.0 + 4.5 * 0.1), "shard in, parameters out, gradients in, shard out"

@@ -8,7 +8,16 @@ from parabench.engine.cells import Cell, CellRuns
 from parabench.prediction import PRESETS, Link, Links, collective_seconds
 from parabench.records import CellsSummary, CollectiveFit, Probed, ProbeSkipped, SkippedCollective, SweepCell
 from parabench.report.benchmark import summarize_cells
-from parabench.report.scaling import checked_sweep_cells, compact, cut_at, link_at, measured_links, predict
+from parabench.report.scaling import (
+    ModelSizes,
+    checked_sweep_cells,
+    compact,
+    cut_at,
+    link_at,
+    measured_links,
+    predict,
+    strategy_step,
+)
 from tests.setups import cpu_setup, tiny_plan
 from tests.test_benchmark_report import entries, run
 
@@ -50,7 +59,7 @@ def test_cells_measured_apart_beyond_the_noise_are_checked_for_the_order_their_p
     """ddp's two rounds ran 0.1 and 0.2 s steps, fsdp's 0.4 and allreduce's 0.6: every pair apart beyond the noise.
     fsdp's predicted collectives outlast the all-reduce, so it is predicted slower than ddp (as measured) but also
     than allreduce (measured faster); ddp and allreduce share one CPU's cores with the all-reduce, nothing hidden, so
-    they are predicted alike: no order at all, which does not keep the measured one."""
+    they are predicted alike (one bucket each, no buffers): no order at all, which does not keep the measured one."""
     two = cpu_setup(devices=2, batch_shape=(64, 1, 28, 28))
     timed = entries() + [
         CellRuns(Cell("fashion_mnist", strategy), tiny_plan(strategy, two, "benchmark", batch_size=64), runs=rounds)
@@ -68,6 +77,22 @@ def test_cells_measured_apart_beyond_the_noise_are_checked_for_the_order_their_p
     assert orders["fsdp", "allreduce"].measured_ratio == pytest.approx(1.5)
     assert orders["fsdp", "allreduce"].measured_ci95 == pytest.approx([1.5, 1.5])
     assert not prediction.within_goal, "an order the prediction does not keep misses the goal"
+
+
+def test_on_one_cpu_ddp_pays_its_extra_bucket_and_its_buffers_broadcast_beyond_allreduce():
+    """Gradients of 10, 10 and 2 MiB: DDP all-reduces the last 2 MiB first (past 1 MiB) and then the other 20, where
+    the hand-written allreduce sends all 22 MiB at once; DDP also broadcasts 1 MB of buffers. Nothing is hidden on
+    one CPU, so ddp's step is one more ring (2 latencies over 2 ranks) and one message longer than allreduce's."""
+    mib = 2**20
+    sizes = ModelSizes(gradient_bytes=(10 * mib, 10 * mib, 2 * mib), buffer_bytes=1_000_000)
+    link = Link(1e-4, 1e-9)
+    links = Links.alike(link)
+    ddp, allreduce = (strategy_step(name, 1.0, 0.9, sizes, links, 2, False) for name in ("ddp", "allreduce"))
+    assert allreduce.exposed_communication_s == pytest.approx(collective_seconds(link, "all_reduce", 22 * mib, 2))
+    extra_ring, broadcast = 2 * 1e-4, 1e-4 + 1_000_000 * 1e-9
+    assert ddp.step_s - allreduce.step_s == pytest.approx(extra_ring + broadcast)
+    fsdp_unsharded = strategy_step("fsdp", 1.0, 0.9, sizes, links, 2, False, sharding="none")
+    assert fsdp_unsharded.step_s == pytest.approx(ddp.step_s - broadcast), "DDP's buckets, no broadcast"
 
 
 def test_cells_within_the_noise_of_each_other_have_no_order_to_keep():

@@ -8,7 +8,6 @@ send/recv one step and all of it. `share` is also nccl-tests' bus-bandwidth fact
 size / time, so busbw is what each link carried and compares across n.
 """
 
-import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -50,6 +49,14 @@ class Links:
     def message_seconds(self, size_bytes: float) -> float:
         """One message of `size_bytes` from one rank to another: over send_recv's link, or the all-reduce's."""
         return collective_seconds(self.send_recv or self.all_reduce, "send_recv", size_bytes, 2)
+
+    def broadcast_seconds(self, size_bytes: float, ranks: int) -> float:
+        """`size_bytes` from one rank to all `ranks`, pipelined along a chain of messages: (ranks - 1) latencies and
+        the size once, over send_recv's link (none with one rank)."""
+        if ranks == 1:
+            return 0.0
+        link = self.send_recv or self.all_reduce
+        return (ranks - 1) * link.latency_s + size_bytes * link.seconds_per_byte
 
 
 @dataclass(frozen=True)
@@ -166,27 +173,25 @@ BUCKET_COPIES = 2  # a bucketed all-reduce copies every gradient into its flat b
 def data_parallel_step(
     compute_s: float,
     backward_s: float,
-    gradient_bytes: float,
+    bucket_bytes: Sequence[float],
     links: Links,
     ranks: int,
     overlaps: bool,
-    bucket_bytes: float,
+    broadcast_bytes: float = 0.0,
 ) -> StepPrediction:
     """ddp or allreduce: a replica's compute, the copies of every gradient into its bucket and back (at the links'
-    copy bandwidth, within the device's memory: compute on the critical path), and the ring all-reduce of every
-    bucket over the links' all-reduce, one call each. With `overlaps` (ddp's buckets on devices of their own), each
-    bucket goes while the backward pass goes on, so only what outlasts the backward is exposed, and never less than
-    the last bucket's all-reduce; without (allreduce after backward, or replicas sharing one CPU's cores with the
-    communication), all of it."""
-    link = links.all_reduce
-    buckets = max(1, math.ceil(gradient_bytes / bucket_bytes))
-    everything = collective_seconds(link, "all_reduce", gradient_bytes, ranks)
-    everything += (buckets - 1) * ring_steps("all_reduce", ranks)[0] * link.latency_s
-    compute_s += BUCKET_COPIES * gradient_bytes / links.copy_bytes_per_s
-    if not overlaps:
-        return StepPrediction(compute_s, everything)
-    last_bucket = collective_seconds(link, "all_reduce", min(bucket_bytes, gradient_bytes), ranks)
-    return StepPrediction(compute_s, max(last_bucket, everything - backward_s))
+    copy bandwidth, within the device's memory: compute on the critical path), and the ring all-reduce of each
+    bucket (`bucket_bytes`, in the order they go: buckets.py) over the links' all-reduce, one call each. With
+    `overlaps` (ddp's buckets on devices of their own), each bucket goes while the backward pass goes on, so only
+    what outlasts the backward is exposed, and never less than the last bucket's all-reduce; without (allreduce after
+    backward, or replicas sharing one CPU's cores with the communication), all of it. `broadcast_bytes` go from rank
+    0 to the others before the forward (ddp's buffers, such as BatchNorm's running statistics), exposed."""
+    each = [collective_seconds(links.all_reduce, "all_reduce", size, ranks) for size in bucket_bytes]
+    compute_s += BUCKET_COPIES * sum(bucket_bytes) / links.copy_bytes_per_s
+    broadcast = links.broadcast_seconds(broadcast_bytes, ranks) if broadcast_bytes else 0.0
+    if not overlaps or not each:
+        return StepPrediction(compute_s, broadcast + sum(each))
+    return StepPrediction(compute_s, broadcast + max(each[-1], sum(each) - backward_s))
 
 
 def sharded_step(

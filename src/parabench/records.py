@@ -119,6 +119,14 @@ class CellRun(Record):
     output_bytes_per_unit: float | None = Field(description="a unit's outputs as the loss reads them, in bytes, alike")
     other_cpu_share: float | None = Field(description="the share of the machine's CPU other programs took meanwhile")
     parameters: int = Field(description="the plain model's trained parameters (its gradients are as many)")
+    gradient_bytes: list[int] = Field(
+        description="each trained parameter's gradient, in bytes, in the order the model registers them (this "
+        "process's stage, for a cut model): what data parallelism buckets (buckets.py)"
+    )
+    buffer_bytes: int = Field(
+        description="the model's buffers (BatchNorm's running statistics), in bytes: what DDP broadcasts from rank 0 "
+        "before each forward"
+    )
     transform_units_per_s: float | None = Field(
         description="the workload's transform alone (decode, normalise, augment), units a second in one process"
     )
@@ -219,6 +227,10 @@ class CellFigures(Record):
         description="a unit's outputs as the loss reads them, in bytes (dp gathers them, and scatters their gradients)"
     )
     parameters: int = Field(description="the plain model's trained parameters")
+    gradient_bytes: list[int] = Field(
+        description="each trained parameter's gradient, in bytes, in the model's order: what data parallelism buckets"
+    )
+    buffer_bytes: int = Field(description="the model's buffers, in bytes: what DDP broadcasts before each forward")
     strategy_details: dict[str, Any] = Field(description="what the strategy reports of itself (cut, buckets, ...)")
     environment: dict[str, Any] = Field(description="the machine, software and process layout it ran on")
     time_split_s: dict[str, float] = Field(description="the median step split into its parts (docs/metrics.md)")

@@ -17,7 +17,7 @@ from typing import Any, cast
 import numpy as np
 import torch
 import torch.distributed as dist
-from torch import Tensor
+from torch import Tensor, nn
 from torch.utils.data import Dataset, DistributedSampler
 from tqdm import tqdm
 
@@ -539,6 +539,12 @@ def bytes_per_unit(fed: Batch, result: StepResult, reads_inputs: bool) -> tuple[
     return fed.inputs.nbytes / len(fed), result.outputs.nbytes / len(fed)
 
 
+def gradient_and_buffer_bytes(model: nn.Module) -> tuple[list[int], int]:
+    """Each trained parameter's gradient bytes, in the order the model registers them, and its buffers' bytes."""
+    gradients = [param.numel() * param.element_size() for param in model.parameters() if param.requires_grad]
+    return gradients, sum(buffer.numel() * buffer.element_size() for buffer in model.buffers())
+
+
 def allreduce_seconds(numel: int, device: torch.device, repeats: int = 3) -> float:
     """The median time of one all-reduce of `numel` float32 values over every process, timed by a StepClock after one
     warm-up call: the full cost of averaging a model's gradients at once, unhidden."""
@@ -602,6 +608,7 @@ def measure_cell(
     full_allreduce = None
     if plan.strategy.data_parallel and plan.copies == 1 and process.world_size > 1:
         full_allreduce = allreduce_seconds(parameters, process.device)
+    gradient_bytes, buffer_bytes = gradient_and_buffer_bytes(trainer.parallel.model)
     if process.is_main:
         record = CellRun(
             unit=data.unit,
@@ -616,6 +623,8 @@ def measure_cell(
             output_bytes_per_unit=unit_bytes[1],
             other_cpu_share=others,
             parameters=parameters,
+            gradient_bytes=gradient_bytes,
+            buffer_bytes=buffer_bytes,
             transform_units_per_s=input_rate,
             strategy_details=trainer.parallel.details,
         )

@@ -93,6 +93,8 @@ def cell_result(entry: CellRuns, compute_beside: float | None) -> Cell:
             (run.output_bytes_per_unit for run in entry.runs if run.output_bytes_per_unit is not None), None
         ),
         parameters=entry.runs[-1].parameters,
+        gradient_bytes=entry.runs[-1].gradient_bytes,
+        buffer_bytes=entry.runs[-1].buffer_bytes,
         strategy_details=entry.runs[-1].strategy_details,
         environment={
             **describe(plan.machine, plan.processes, plan.threads, plan.distributed),

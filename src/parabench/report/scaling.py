@@ -4,9 +4,12 @@ the probe's links, checked against every multi-device cell of the benchmark, the
 The check. At a measured cell of N processes, one replica's compute is the ceiling cell's median step (N copies of
 `single` side by side, each on its share of the batch, no communication: on a CPU they share its cores, caches and
 memory bandwidth as the replicas do; that cell is never scored). ddp and allreduce add the ring all-reduce of every
-gradient (4 bytes a parameter), in 25 MB buckets, over the link the probe fitted to its all-reduce, and the copies of
-every gradient into its bucket and back at the probe's copy bandwidth; ddp hides what the rest of the
-backward pass outlasts, on devices of their own only (on one CPU the communication takes the cores the backward needs).
+gradient (the bytes single's cell counted, tensor by tensor), bucket by bucket as each buckets them (buckets.py: DDP's
+first bucket of 1 MiB, then 25 MiB each, closed once full; allreduce's at most 25 MiB), over the link the probe
+fitted to its all-reduce, and the copies of every gradient into its bucket and back at the probe's copy bandwidth;
+ddp also broadcasts the model's buffers from rank 0 before each forward, over the probe's send/recv fit. ddp hides
+what the rest of the backward pass outlasts, on devices of their own only (on one CPU the communication takes the
+cores the backward needs).
 fsdp adds two all-gathers of the parameters and a reduce-scatter of the gradients, each over the probe's fit to that
 collective, and the copies in and out around them. dp (CUDA only: it never runs on a CPU) adds a broadcast of the
 parameters from the first device and a reduce of the gradients onto it, and the scatter of the inputs, the gather of
@@ -28,9 +31,11 @@ measured (another link kind, or devices of their own where this machine's were v
 """
 
 import statistics
+from dataclasses import dataclass
 from itertools import accumulate, combinations
 from typing import Any
 
+from parabench.buckets import allreduce_buckets, ddp_buckets
 from parabench.config import GivenLink, PredictOptions
 from parabench.prediction import (
     GBYTE,
@@ -67,8 +72,6 @@ from parabench.stats import NO_DIFFERENCE, Z_95, rate_ratio, ratio_verdict
 from parabench.strategies.partition import split_costs
 from parabench.workloads.contract import Scaling
 
-GRADIENT_BYTES_PER_PARAMETER = 4  # float32
-DDP_BUCKET_BYTES = 25 * 2**20  # DistributedDataParallel's default bucket_cap_mb
 BACKWARD_SHARE = 2 / 3  # of forward and backward: the backward pass does about twice the forward's work
 GOAL, MEDIAN_GOAL = 0.15, 0.08  # each cell within 15% (or 3x its own noise, where larger); the median within 8%
 NOISE_MULTIPLE = 3  # a cell's noise: its median's standard error, the 95% interval's half-width over Z_95
@@ -147,11 +150,30 @@ def chosen_links(
     return Links.alike(preset.link), f"{kind}{choice}{note}: {preset.source}", False
 
 
+@dataclass(frozen=True)
+class ModelSizes:
+    """What the model's size sets of a step's communication, as single measured it: each gradient's bytes in the
+    order the model registers its parameters (bucketed as buckets.py says), and its buffers' bytes."""
+
+    gradient_bytes: tuple[int, ...]
+    buffer_bytes: int
+
+    @classmethod
+    def of(cls, single: CellFigures) -> "ModelSizes":
+        """The sizes single's cell recorded."""
+        return cls(tuple(single.gradient_bytes), single.buffer_bytes)
+
+    @property
+    def total_gradient_bytes(self) -> int:
+        """Every gradient's bytes (the parameters' alike)."""
+        return sum(self.gradient_bytes)
+
+
 def strategy_step(
     strategy: str,
     compute_s: float,
     forward_backward_s: float,
-    parameters: int,
+    sizes: ModelSizes,
     links: Links,
     devices: int,
     own_devices: bool,
@@ -159,11 +181,12 @@ def strategy_step(
     sharded_blocks: int = 0,
     batch_bytes: float = 0.0,
 ) -> StepPrediction:
-    """The predicted step of a data-parallel or sharded strategy over `devices` replicas computing `compute_s` each;
-    fsdp by its `sharding` (none: all-reduced block by block as ddp's buckets; hybrid as full, within a node) over its
+    """The predicted step of a data-parallel or sharded strategy over `devices` replicas computing `compute_s` each:
+    ddp over DDP's buckets with its buffers broadcast before each forward, allreduce over its own buckets; fsdp by its
+    `sharding` (none: all-reduced block by block as ddp's buckets; hybrid as full, within a node) over its
     `sharded_blocks`; dp by its broadcast of the parameters and reduce of the gradients through the first device, and
     the scatter and gather of `batch_bytes` (scattered_bytes) there."""
-    gradient_bytes = parameters * GRADIENT_BYTES_PER_PARAMETER
+    gradient_bytes = sizes.total_gradient_bytes
     if strategy == "dp":
         return replicated_step(compute_s, gradient_bytes, batch_bytes, links.all_reduce, devices)
     if strategy == "fsdp" and sharding != "none":
@@ -171,7 +194,13 @@ def strategy_step(
         return sharded_step(compute_s, gradient_bytes, links, devices, gathers, sharded_blocks)
     overlaps = strategy in ("ddp", "fsdp") and own_devices
     backward_s = BACKWARD_SHARE * forward_backward_s
-    return data_parallel_step(compute_s, backward_s, gradient_bytes, links, devices, overlaps, DDP_BUCKET_BYTES)
+    if strategy == "allreduce":
+        return data_parallel_step(
+            compute_s, backward_s, allreduce_buckets(sizes.gradient_bytes), links, devices, overlaps
+        )
+    broadcast = sizes.buffer_bytes if strategy == "ddp" else 0
+    buckets = ddp_buckets(sizes.gradient_bytes)
+    return data_parallel_step(compute_s, backward_s, buckets, links, devices, overlaps, broadcast)
 
 
 def scattered_bytes(single: CellFigures, units: int) -> float:
@@ -225,7 +254,7 @@ def pipelined(
     return StepPrediction(step.compute_s + parts["input"] + parts["optimizer"], step.exposed_communication_s)
 
 
-def checked_cells(cells: dict[str, Cell], parameters: int, links: Links | None) -> list[PredictionCheck]:
+def checked_cells(cells: dict[str, Cell], links: Links | None) -> list[PredictionCheck]:
     """Predicted against measured, for every multi-device cell of a predicted strategy (none without a measured
     link, a ceiling or single)."""
     ceiling, single = ran(cells, "ceiling"), ran(cells, "single")
@@ -248,7 +277,7 @@ def checked_cells(cells: dict[str, Cell], parameters: int, links: Links | None) 
                 label,
                 replica,
                 forward_backward,
-                parameters,
+                ModelSizes.of(single),
                 links,
                 devices,
                 own_devices,
@@ -332,7 +361,6 @@ def checked_sweep_cells(cells: list[SweepCell], links: Links | None) -> list[Pre
 
 def extended(
     single: CellFigures,
-    parameters: int,
     staged: dict[str, Any],
     sharded_blocks: int,
     options: PredictOptions,
@@ -379,7 +407,7 @@ def extended(
                     strategy,
                     compute,
                     forward_backward * grown / devices,
-                    parameters,
+                    ModelSizes.of(single),
                     links,
                     devices,
                     True,
@@ -422,7 +450,7 @@ def cut_at(stages: int, staged: dict[str, Any], units: float) -> tuple[list[floa
 
 
 def bottleneck(
-    single: CellFigures, parameters: int, options: PredictOptions, scaling: Scaling, probe: Probe, network: Probe
+    single: CellFigures, options: PredictOptions, scaling: Scaling, probe: Probe, network: Probe
 ) -> Bottleneck:
     """ddp at the largest device count, under the workload's `scaling` (as `extended`): the share of its step left to
     exposed all-reduce over the link it crosses, and what each other link of that kind (within a node or between
@@ -435,7 +463,8 @@ def bottleneck(
     chosen = options.network if across else options.interconnect
 
     def exposed_share(over: Links) -> float:
-        step = strategy_step("ddp", single_step / devices, forward_backward / devices, parameters, over, devices, True)
+        sizes = ModelSizes.of(single)
+        step = strategy_step("ddp", single_step / devices, forward_backward / devices, sizes, over, devices, True)
         return step.exposed_communication_s / step.step_s
 
     kind = ("ethernet", "infiniband") if across else ("pcie", "nvlink")
@@ -473,9 +502,8 @@ def predict(
             why_none="single did not run in the benchmark (benchmark.strategies)",
             probe=probe,
         )
-    parameters = single.parameters
     links = measured_links(probe)
-    checks = checked_cells(cells, parameters, links)
+    checks = checked_cells(cells, links)
     orders = order_checks(checks, cells, benchmark.noise.floor)
     errors = [abs(check.error) for check in checks]
     staged = strategy_details(cells, "pipeline") or strategy_details(cells, "model_parallel")
@@ -497,8 +525,8 @@ def predict(
         and statistics.median(errors) <= MEDIAN_GOAL
         and all(order.agrees for order in orders),
         scaling=scaling,
-        predictions=extended(single, parameters, staged, sharded_blocks, options, scaling, probe, network),
-        bottleneck=bottleneck(single, parameters, options, scaling, probe, network),
+        predictions=extended(single, staged, sharded_blocks, options, scaling, probe, network),
+        bottleneck=bottleneck(single, options, scaling, probe, network),
         probe=probe,
     )
 

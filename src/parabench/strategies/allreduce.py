@@ -8,6 +8,7 @@ import torch.distributed as dist
 from torch import Tensor, nn
 
 from parabench.batch import Batch
+from parabench.buckets import capped_counts
 from parabench.runtime.process import Process
 from parabench.strategies.base import (
     LossFn,
@@ -20,8 +21,6 @@ from parabench.strategies.base import (
 from parabench.strategies.options import Precision
 from parabench.strategies.per_device import replica, replica_per_device
 
-BUCKET_BYTES = 25 * 1024 * 1024  # DDP's default bucket_cap_mb: few large messages beat many small ones
-
 
 def broadcast_from_rank0(model: nn.Module) -> None:
     """Make every replica start from rank 0's parameters and buffers."""
@@ -30,16 +29,11 @@ def broadcast_from_rank0(model: nn.Module) -> None:
 
 
 def buckets(grads: list[Tensor]) -> list[list[Tensor]]:
-    """Consecutive gradients grouped so that each group holds at most BUCKET_BYTES (or one larger gradient)."""
-    groups: list[list[Tensor]] = [[]]
-    size = 0
-    for grad in grads:
-        grad_bytes = grad.numel() * grad.element_size()
-        if groups[-1] and size + grad_bytes > BUCKET_BYTES:
-            groups.append([])
-            size = 0
-        groups[-1].append(grad)
-        size += grad_bytes
+    """Consecutive gradients grouped as buckets.capped_counts says: few large messages beat many small ones."""
+    groups, start = [], 0
+    for count in capped_counts([grad.numel() * grad.element_size() for grad in grads]):
+        groups.append(grads[start : start + count])
+        start += count
     return groups
 
 
