@@ -194,13 +194,11 @@ def strategy_step(
         return sharded_step(compute_s, gradient_bytes, links, devices, gathers, sharded_blocks)
     overlaps = strategy in ("ddp", "fsdp") and own_devices
     backward_s = BACKWARD_SHARE * forward_backward_s
-    if strategy == "allreduce":
-        return data_parallel_step(
-            compute_s, backward_s, allreduce_buckets(sizes.gradient_bytes), links, devices, overlaps
-        )
+    bucketed = allreduce_buckets if strategy == "allreduce" else ddp_buckets
     broadcast = sizes.buffer_bytes if strategy == "ddp" else 0
-    buckets = ddp_buckets(sizes.gradient_bytes)
-    return data_parallel_step(compute_s, backward_s, buckets, links, devices, overlaps, broadcast)
+    return data_parallel_step(
+        compute_s, backward_s, bucketed(sizes.gradient_bytes), links, devices, overlaps, broadcast
+    )
 
 
 def scattered_bytes(single: CellFigures, units: int) -> float:
