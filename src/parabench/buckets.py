@@ -4,9 +4,9 @@ allreduce's, over each gradient's bytes in the order the model registers its par
 DDP (its C++ Reducer, buckets rebuilt after the first step) takes the gradients in the order backward makes them,
 roughly the reverse of the model's, and closes a bucket once it reaches its cap: the first at 1 MiB, so that the
 first all-reduce starts early in the backward pass, every other at 25 MiB (bucket_cap_mb). So a bucket holds its cap
-and part of a tensor more, and a model of 25 to 50 MiB of gradients has three buckets, not two. The hand-written
-allreduce takes them in the model's order after backward and closes a bucket before it would pass 25 MiB (one
-tensor larger than that is a bucket of its own).
+and part of a tensor more: ResNet-18's 44.7 MB go in three buckets, not the two that 25 MiB each would make. The
+hand-written allreduce takes them in the model's order after backward and closes a bucket before it would pass 25 MiB
+(one tensor larger than that is a bucket of its own).
 """
 
 from collections.abc import Sequence
