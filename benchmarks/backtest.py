@@ -67,7 +67,7 @@ def data_parallel(setup: dict[str, Any]) -> Outcome:
         ([rest] if rest else []) + [fusion] * full,  # the last fused buffer full, as the module docstring says
         Links.alike(PRESETS[link_name].link),
         devices,
-        overlaps=setup["strategy"] == "ddp",
+        hideable=1.0 if setup["strategy"] == "ddp" else 0.0,
     )
     return Outcome(setup["name"], "efficiency", setup["published_efficiency"], compute / step.step_s)
 

@@ -98,7 +98,7 @@ def write_pipeline_outputs(root: Path) -> None:
             ).to_csv(curve, index=False)
         comparison = details(runs["train"], runs["reference"], EVALUATIONS[workload], benchmark)
         write_json(root / results_file("speedup", workload), comparison.model_dump(mode="json"))
-    point = ProbePoint(bytes=4096, seconds=1e-4, algbw_bytes_per_s=4.1e7, busbw_bytes_per_s=4.1e7)
+    point = ProbePoint(bytes=4096, seconds=1e-4, algbw_bytes_per_s=4.1e7, busbw_bytes_per_s=4.1e7, cpu_share=0.8)
     probe = Probed(
         across="devices",
         ranks=2,
@@ -107,14 +107,18 @@ def write_pipeline_outputs(root: Path) -> None:
         threads_per_rank=1,
         repeats=5,
         collectives={
-            "all_reduce": CollectiveFit(status="ran", latency_s=1e-4, bandwidth_bytes_per_s=1e9, points=[point])
+            "all_reduce": CollectiveFit(
+                status="ran", latency_s=1e-4, bandwidth_bytes_per_s=1e9, cpu_share=1.0, points=[point]
+            )
         },
         copy_bytes_per_s=5e9,
         shard_unit_s=0.004,
         environment=MACHINE,
     )
     write_json(root / PROBE_FILE, probe.model_dump(mode="json"))
-    network_fit = CollectiveFit(status="ran", latency_s=3e-4, bandwidth_bytes_per_s=1.2e8, points=[point])
+    network_fit = CollectiveFit(
+        status="ran", latency_s=3e-4, bandwidth_bytes_per_s=1.2e8, cpu_share=1.0, points=[point]
+    )
     network = probe.model_copy(update={"across": "nodes", "collectives": {"all_reduce": network_fit}})
     write_json(root / PROBE_NETWORK_FILE, network.model_dump(mode="json"))
     options = PredictOptions(

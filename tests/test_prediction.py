@@ -67,26 +67,37 @@ def test_ddp_hides_what_the_backward_outlasts_but_never_its_last_bucket():
     gradients = 1e9  # 0.1 s of all-reduce over 2 ranks at 10 GB/s, in 40 buckets of 25 MB (2 x 10 us latency each)
     everything = collective_seconds(LINK, "all_reduce", gradients, 2) + 39 * 2 * LINK.latency_s
     buckets = [25e6] * 40
-    exposed = data_parallel_step(1.0, 0.08, buckets, Links.alike(LINK), 2, overlaps=True)
+    exposed = data_parallel_step(1.0, 0.08, buckets, Links.alike(LINK), 2, hideable=1.0)
     assert exposed.exposed_communication_s == pytest.approx(everything - 0.08)
-    hidden = data_parallel_step(1.0, 5.0, buckets, Links.alike(LINK), 2, overlaps=True)
+    hidden = data_parallel_step(1.0, 5.0, buckets, Links.alike(LINK), 2, hideable=1.0)
     assert hidden.exposed_communication_s == pytest.approx(collective_seconds(LINK, "all_reduce", 25e6, 2))
-    small_last = data_parallel_step(1.0, 5.0, [*buckets[1:], 1e6], Links.alike(LINK), 2, overlaps=True)
+    small_last = data_parallel_step(1.0, 5.0, [*buckets[1:], 1e6], Links.alike(LINK), 2, hideable=1.0)
     assert small_last.exposed_communication_s == pytest.approx(collective_seconds(LINK, "all_reduce", 1e6, 2)), (
         "what is left is the last bucket's all-reduce: DDP's holds the model's first layers, often a small one"
     )
-    plain = data_parallel_step(1.0, 5.0, buckets, Links.alike(LINK), 2, overlaps=False)
+    plain = data_parallel_step(1.0, 5.0, buckets, Links.alike(LINK), 2, hideable=0.0)
     assert plain.step_s == pytest.approx(1.0 + everything), "allreduce: after the backward, all of it"
+
+
+def test_on_a_shared_cpu_only_the_waits_of_the_early_buckets_hide_behind_the_backward():
+    """hideable 0.25 (a rank keeps a core busy for 75% of an all-reduce): a quarter of every bucket but the last goes
+    while the backward goes on, as far as the backward lasts."""
+    buckets = [25e6] * 4
+    each = collective_seconds(LINK, "all_reduce", 25e6, 2)
+    shared = data_parallel_step(1.0, 5.0, buckets, Links.alike(LINK), 2, hideable=0.25)
+    assert shared.exposed_communication_s == pytest.approx(4 * each - 0.25 * 3 * each)
+    short = data_parallel_step(1.0, 1e-4, buckets, Links.alike(LINK), 2, hideable=0.25)
+    assert short.exposed_communication_s == pytest.approx(4 * each - 1e-4), "no more than the backward lasts"
 
 
 def test_ddp_broadcasts_its_buffers_before_the_forward_along_a_chain_exposed():
     """4 ranks, 1 MB of buffers at 10 GB/s over send/recv's link: 3 latencies and 0.1 ms, hidden behind nothing."""
     slow_messages = Link(latency_s=1e-3, seconds_per_byte=1 / 1e10)
     links = Links(LINK, LINK, LINK, send_recv=slow_messages)
-    without = data_parallel_step(1.0, 5.0, [25e6], links, 4, overlaps=True)
-    step = data_parallel_step(1.0, 5.0, [25e6], links, 4, overlaps=True, broadcast_bytes=1e6)
+    without = data_parallel_step(1.0, 5.0, [25e6], links, 4, hideable=1.0)
+    step = data_parallel_step(1.0, 5.0, [25e6], links, 4, hideable=1.0, broadcast_bytes=1e6)
     assert step.exposed_communication_s - without.exposed_communication_s == pytest.approx(3 * 1e-3 + 1e-4)
-    alone = data_parallel_step(1.0, 5.0, [25e6], links, 1, overlaps=True, broadcast_bytes=1e6)
+    alone = data_parallel_step(1.0, 5.0, [25e6], links, 1, hideable=1.0, broadcast_bytes=1e6)
     assert alone.exposed_communication_s == 0.0, "one rank: nothing to broadcast or reduce"
 
 
@@ -95,7 +106,7 @@ def test_dp_broadcasts_the_parameters_and_reduces_the_gradients_through_its_firs
     scatter_gather = 3 * 10e-6  # no batch: the three copies' latencies alone
     assert step.exposed_communication_s == pytest.approx(2 * (3 * 10e-6 + 0.1) + scatter_gather)
     assert step.compute_s == 1.0
-    ring = data_parallel_step(1.0, 0.0, [1e9], Links.alike(LINK), 4, overlaps=False)
+    ring = data_parallel_step(1.0, 0.0, [1e9], Links.alike(LINK), 4, hideable=0.0)
     assert step.exposed_communication_s > ring.exposed_communication_s, "through one device: more than a ring"
     assert replicated_step(1.0, 1e9, 1e9, LINK, 1).step_s == 1.0, "one device: nothing to replicate or scatter"
 
@@ -128,10 +139,10 @@ def test_an_unknown_link_is_named_with_the_choices():
 
 def test_each_bucket_pays_the_ring_s_latency_and_the_copies_into_it_and_back():
     gradients, bucket = 100e6, 25e6  # 4 buckets
-    plain = data_parallel_step(1.0, 0.0, [gradients], Links.alike(LINK), 4, overlaps=False)
-    bucketed = data_parallel_step(1.0, 0.0, [bucket] * 4, Links.alike(LINK), 4, overlaps=False)
+    plain = data_parallel_step(1.0, 0.0, [gradients], Links.alike(LINK), 4, hideable=0.0)
+    bucketed = data_parallel_step(1.0, 0.0, [bucket] * 4, Links.alike(LINK), 4, hideable=0.0)
     assert bucketed.exposed_communication_s - plain.exposed_communication_s == pytest.approx(3 * 6 * LINK.latency_s)
-    copied = data_parallel_step(1.0, 0.0, [bucket] * 4, Links(LINK, LINK, LINK, 1e9), 4, overlaps=False)
+    copied = data_parallel_step(1.0, 0.0, [bucket] * 4, Links(LINK, LINK, LINK, 1e9), 4, hideable=0.0)
     assert copied.compute_s == pytest.approx(1.0 + 2 * 0.1), "into the bucket and back, 100 MB at 1 GB/s each"
     sharded = sharded_step(1.0, 1e8, Links(LINK, LINK, LINK, copy_bytes_per_s=1e9), 2, gathers_per_step=2, units=0)
     assert sharded.compute_s == pytest.approx(1.0 + 4.5 * 0.1), "shard in, parameters out, gradients in, shard out"

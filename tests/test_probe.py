@@ -6,15 +6,18 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
-from parabench.engine.probe import probe_links, probe_network, probe_sizes
+from parabench.engine.probe import probe_links, probe_network, probe_sizes, timed
 from parabench.prediction import COLLECTIVES
+from parabench.runtime.process import Process
 from tests.conftest import PROJECT_ROOT, python_path
-from tests.multiprocess import free_port
+from tests.multiprocess import free_port, run_ranks
 from tests.setups import cpu_setup
 
 
@@ -41,6 +44,32 @@ def test_two_gloo_ranks_time_every_collective_and_fit_its_link(tmp_path):
     assert 0 <= probe["shard_unit_s"] < 1, "what sharding one more block costs, its bytes aside"
     big = probe["collectives"]["all_reduce"]["points"][-1]
     assert big["busbw_bytes_per_s"] == pytest.approx(big["algbw_bytes_per_s"] * 2 * (2 - 1) / 2)
+    for measured in probe["collectives"].values():
+        assert all(0 <= point["cpu_share"] <= 1 for point in measured["points"])
+        assert measured["cpu_share"] == measured["points"][-1]["cpu_share"], "no size from 1 MiB up: the largest's"
+
+
+def _busy_and_idle_shares(rank: int, world_size: int, out: Path) -> None:
+    process = Process(rank=rank, local_rank=rank, world_size=world_size, device=torch.device("cpu"))
+
+    def spin() -> None:
+        ends = time.process_time() + 0.02
+        while time.process_time() < ends:
+            pass
+
+    shares = {"sleep": timed(lambda: time.sleep(0.02), process)[1], "spin": timed(spin, process)[1]}
+    if rank == 0:
+        out.write_text(json.dumps(shares))
+
+
+def test_the_probe_tells_a_call_that_waits_from_one_that_keeps_the_cpu_busy(tmp_path):
+    """What the prediction hides behind backward on a shared CPU is a collective's waiting: the probe's cpu_share.
+    A call that sleeps 20 ms keeps no CPU busy; one that computes for 20 ms of CPU time keeps one busy throughout,
+    or, where other processes share the cores (the test suite's other worker), as much of its time as it gets."""
+    out = tmp_path / "shares.json"
+    run_ranks(2, _busy_and_idle_shares, out)
+    shares = json.loads(out.read_text())
+    assert shares["sleep"] < 0.1 and shares["spin"] > 0.3, shares
 
 
 def test_one_device_has_nothing_to_probe(tmp_path):

@@ -21,7 +21,7 @@ from parabench.report.scaling import (
 from tests.setups import cpu_setup, tiny_plan
 from tests.test_benchmark_report import entries, run
 
-ALL_REDUCE = CollectiveFit(status="ran", latency_s=1e-4, bandwidth_bytes_per_s=1e9, points=[])
+ALL_REDUCE = CollectiveFit(status="ran", latency_s=1e-4, bandwidth_bytes_per_s=1e9, cpu_share=1.0, points=[])
 PROBE = Probed(  # copies at no cost, no cost per sharded block: the link alone
     across="devices",
     ranks=2,
@@ -93,6 +93,25 @@ def test_on_one_cpu_ddp_pays_its_extra_bucket_and_its_buffers_broadcast_beyond_a
     assert ddp.step_s - allreduce.step_s == pytest.approx(extra_ring + broadcast)
     fsdp_unsharded = strategy_step("fsdp", 1.0, 0.9, sizes, links, 2, False, sharding="none")
     assert fsdp_unsharded.step_s == pytest.approx(ddp.step_s - broadcast), "DDP's buckets, no broadcast"
+
+
+def test_on_one_cpu_ddp_hides_the_waits_of_its_early_buckets_the_probe_measured():
+    """The probe saw an all-reduce keep its rank's CPU busy 80% of its time: on one CPU ddp hides the other 20% of
+    every bucket but its last behind the backward; allreduce, after the backward, hides none; on devices of their own
+    ddp hides all of it."""
+    mib = 2**20
+    sizes = ModelSizes(gradient_bytes=(20 * mib, 20 * mib, 20 * mib), buffer_bytes=0)
+    busy = PROBE.model_copy(update={"collectives": {"all_reduce": ALL_REDUCE.model_copy(update={"cpu_share": 0.8})}})
+    links = measured_links(busy)
+    assert links is not None and links.cpu_share == 0.8
+    link = Link(1e-4, 1e-9)
+    first, rest = (collective_seconds(link, "all_reduce", size, 2) for size in (20 * mib, 40 * mib))
+    ddp = strategy_step("ddp", 1.0, 3.0, sizes, links, 2, own_devices=False)
+    assert ddp.exposed_communication_s == pytest.approx(first + rest - 0.2 * first), "DDP's buckets: 20, then 40 MiB"
+    allreduce = strategy_step("allreduce", 1.0, 3.0, sizes, links, 2, own_devices=False)
+    assert allreduce.exposed_communication_s == pytest.approx(3 * collective_seconds(link, "all_reduce", 20 * mib, 2))
+    own = strategy_step("ddp", 1.0, 3.0, sizes, links, 2, own_devices=True)
+    assert own.exposed_communication_s == pytest.approx(rest), "beside the compute, all but the last bucket hides"
 
 
 def test_cells_within_the_noise_of_each_other_have_no_order_to_keep():
@@ -194,7 +213,7 @@ def test_beyond_a_node_the_measured_network_is_the_probe_between_the_nodes_or_et
     """predict.network: measured takes the probe's fit between the nodes (10 ms, 1 GB/s here: far from the in-node
     link); on one node there is nothing to measure, and the row says which preset stands in."""
     measured = OPTIONS.model_copy(update={"network": "measured"})
-    slow = CollectiveFit(status="ran", latency_s=1e-2, bandwidth_bytes_per_s=1e9, points=[])
+    slow = CollectiveFit(status="ran", latency_s=1e-2, bandwidth_bytes_per_s=1e9, cpu_share=1.0, points=[])
     network = PROBE.model_copy(update={"across": "nodes", "collectives": {"all_reduce": slow}})
     links, text, validated = link_at(9, measured, PROBE, network)
     assert links.all_reduce == Link(1e-2, 1e-9) and validated and text == "network measured: gloo between 2 nodes"
@@ -216,7 +235,7 @@ def test_beyond_a_node_the_measured_network_is_the_probe_between_the_nodes_or_et
 def test_each_collective_crosses_the_probe_s_own_fit_or_the_all_reduce_s():
     collectives = {
         "all_reduce": ALL_REDUCE,
-        "all_gather": CollectiveFit(status="ran", latency_s=2e-4, bandwidth_bytes_per_s=5e8, points=[]),
+        "all_gather": CollectiveFit(status="ran", latency_s=2e-4, bandwidth_bytes_per_s=5e8, cpu_share=1.0, points=[]),
         "reduce_scatter": SkippedCollective(status="skipped", reason="gloo cannot run it"),
     }
     links = measured_links(PROBE.model_copy(update={"collectives": collectives}))

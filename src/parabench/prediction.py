@@ -40,6 +40,7 @@ class Links:
     copy_bytes_per_s: float = float("inf")  # a copy within a device's memory (bucketing); unknown: free
     shard_unit_s: float = 0.0  # what fully sharding one more block adds to a step, its bytes aside; unknown: free
     send_recv: Link | None = None  # one message between two ranks (a cut model's activations); unknown: all_reduce's
+    cpu_share: float = 1.0  # of an all-reduce's time, what its rank keeps a CPU busy (the rest waits); unknown: all
 
     @classmethod
     def alike(cls, link: Link) -> "Links":
@@ -176,22 +177,22 @@ def data_parallel_step(
     bucket_bytes: Sequence[float],
     links: Links,
     ranks: int,
-    overlaps: bool,
+    hideable: float,
     broadcast_bytes: float = 0.0,
 ) -> StepPrediction:
     """ddp or allreduce: a replica's compute, the copies of every gradient into its bucket and back (at the links'
     copy bandwidth, within the device's memory: compute on the critical path), and the ring all-reduce of each
-    bucket (`bucket_bytes`, in the order they go: buckets.py) over the links' all-reduce, one call each. With
-    `overlaps` (ddp's buckets on devices of their own), each bucket goes while the backward pass goes on, so only
-    what outlasts the backward is exposed, and never less than the last bucket's all-reduce; without (allreduce after
-    backward, or replicas sharing one CPU's cores with the communication), all of it. `broadcast_bytes` go from rank
-    0 to the others before the forward (ddp's buffers, such as BatchNorm's running statistics), exposed."""
+    bucket (`bucket_bytes`, in the order they go: buckets.py) over the links' all-reduce, one call each. Of every
+    bucket but the last (which waits for the end of the backward pass), the share `hideable` of its all-reduce can go
+    while the backward pass goes on, as far as the backward lasts: all of it for ddp on devices of their own, only its
+    waits where the replicas share one CPU's cores (1 - the links' cpu_share: the rest keeps a core the backward
+    needs), none for allreduce, after backward. The rest is exposed. `broadcast_bytes` go from rank 0 to the others
+    before the forward (ddp's buffers, such as BatchNorm's running statistics), exposed too."""
     each = [collective_seconds(links.all_reduce, "all_reduce", size, ranks) for size in bucket_bytes]
     compute_s += BUCKET_COPIES * sum(bucket_bytes) / links.copy_bytes_per_s
     broadcast = links.broadcast_seconds(broadcast_bytes, ranks) if broadcast_bytes else 0.0
-    if not overlaps or not each:
-        return StepPrediction(compute_s, broadcast + sum(each))
-    return StepPrediction(compute_s, broadcast + max(each[-1], sum(each) - backward_s))
+    hidden = min(hideable * sum(each[:-1]), backward_s)
+    return StepPrediction(compute_s, broadcast + sum(each) - hidden)
 
 
 def sharded_step(

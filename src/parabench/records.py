@@ -397,6 +397,10 @@ class ProbePoint(Record):
     seconds: float = Field(description="the median of the probe's repeats (send_recv: half the round trip)")
     algbw_bytes_per_s: float = Field(description="nccl-tests' algorithm bandwidth: bytes over seconds")
     busbw_bytes_per_s: float = Field(description="nccl-tests' bus bandwidth: algbw x the ring's share of the buffer")
+    cpu_share: float = Field(
+        description="the share of a call's time the ranks' own threads kept a CPU busy (mean over the ranks, at most "
+        "1); the rest is waiting"
+    )
 
 
 class CollectiveFit(Record):
@@ -405,6 +409,10 @@ class CollectiveFit(Record):
     status: Literal["ran"] = Field(description="the backend ran it")
     latency_s: float = Field(description="alpha: seconds per message step")
     bandwidth_bytes_per_s: float = Field(description="1 / beta: bytes a second once a message is under way")
+    cpu_share: float = Field(
+        description="the points' median cpu_share from 1 MiB up (where bytes take most of a call's time): on a CPU, "
+        "what of the collective no other work of the rank can overlap"
+    )
     points: list[ProbePoint] = Field(description="each message size timed, smallest first")
 
 

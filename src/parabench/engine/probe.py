@@ -47,6 +47,7 @@ SMALLEST_BYTES = 4
 SIZE_FACTOR = 8  # each size 8x the last: 4 B, 32 B, ... up to the largest
 REPEATS = 5  # timed calls per size (the median is kept), after one untimed call
 SHARDED_UNITS = 8  # blocks of the tiny model that times what sharding one more block costs
+BANDWIDTH_BOUND_BYTES = 2**20  # from here up a message's bytes, not its latency, take most of its time
 
 
 def probe_sizes(largest_bytes: int) -> list[int]:
@@ -84,19 +85,29 @@ def ping_pong(buffer: torch.Tensor, rank: int) -> None:
         dist.send(buffer, 0)
 
 
-def timed_seconds(call: Callable[[], object], process: Process) -> float:
-    """The median of REPEATS calls after one untimed, each the slowest rank's, devices synchronised."""
-    times = []
+def timed(call: Callable[[], object], process: Process) -> tuple[float, float]:
+    """The median of REPEATS calls after one untimed, each the slowest rank's, devices synchronised; and the share of
+    a call's time the ranks' own threads kept a CPU busy (their CPU time over the call's, median over the calls, mean
+    over the ranks, at most 1): on a CPU, the rest is waiting, which other work of the rank can fill."""
+    times, busy = [], []
     for repeat in range(REPEATS + 1):
         dist.barrier()
         synchronize(process.device)
-        began = time.perf_counter()
+        began, cpu_began = time.perf_counter(), time.process_time()
         call()
         synchronize(process.device)
+        took, cpu = time.perf_counter() - began, time.process_time() - cpu_began
         if repeat:
-            times.append(time.perf_counter() - began)
+            times.append(took)
+            busy.append(min(1.0, cpu / took))
     slowest: list[float] = [max(per_rank) for per_rank in zip(*gather_objects(times), strict=True)]
-    return statistics.median(slowest)
+    shares: list[float] = [statistics.median(per_rank) for per_rank in gather_objects(busy)]
+    return statistics.median(slowest), statistics.fmean(shares)
+
+
+def timed_seconds(call: Callable[[], object], process: Process) -> float:
+    """timed's seconds alone."""
+    return timed(call, process)[0]
 
 
 def probe_collective(collective: Collective, sizes: list[int], process: Process) -> CollectiveFit | SkippedCollective:
@@ -104,18 +115,24 @@ def probe_collective(collective: Collective, sizes: list[int], process: Process)
     cannot run it."""
     ranks = process.world_size
     try:
-        seconds = [timed_seconds(operation(collective, size, process), process) for size in sizes]
+        measured = [timed(operation(collective, size, process), process) for size in sizes]
     except (RuntimeError, NotImplementedError) as refusal:
         return SkippedCollective(status="skipped", reason=f"{dist.get_backend()} cannot run {collective}: {refusal}")
-    if collective == "send_recv":
-        seconds = [round_trip / 2 for round_trip in seconds]
+    seconds = [time_s / 2 if collective == "send_recv" else time_s for time_s, _ in measured]
     link = fit_link(collective, ranks, [float(size) for size in sizes], seconds)
     points = []
-    for size, time_s in zip(sizes, seconds, strict=True):
+    for size, time_s, (_, busy) in zip(sizes, seconds, measured, strict=True):
         algbw, busbw = bus_bandwidth(collective, size, time_s, ranks)
-        points.append(ProbePoint(bytes=size, seconds=time_s, algbw_bytes_per_s=algbw, busbw_bytes_per_s=busbw))
+        points.append(
+            ProbePoint(bytes=size, seconds=time_s, algbw_bytes_per_s=algbw, busbw_bytes_per_s=busbw, cpu_share=busy)
+        )
+    large = [point.cpu_share for point in points if point.bytes >= BANDWIDTH_BOUND_BYTES] or [points[-1].cpu_share]
     return CollectiveFit(
-        status="ran", latency_s=link.latency_s, bandwidth_bytes_per_s=link.bandwidth_bytes_per_s, points=points
+        status="ran",
+        latency_s=link.latency_s,
+        bandwidth_bytes_per_s=link.bandwidth_bytes_per_s,
+        cpu_share=statistics.median(large),
+        points=points,
     )
 
 

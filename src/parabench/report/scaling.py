@@ -8,8 +8,8 @@ gradient (the bytes single's cell counted, tensor by tensor), bucket by bucket a
 first bucket of 1 MiB, then 25 MiB each, closed once full; allreduce's at most 25 MiB), over the link the probe
 fitted to its all-reduce, and the copies of every gradient into its bucket and back at the probe's copy bandwidth;
 ddp also broadcasts the model's buffers from rank 0 before each forward, over the probe's send/recv fit. ddp hides
-what the rest of the backward pass outlasts, on devices of their own only (on one CPU the communication takes the
-cores the backward needs).
+its buckets but the last behind the rest of the backward pass: wholly on devices of their own, and on one CPU only
+while they wait (1 - the probe's cpu_share: the rest takes the cores the backward needs).
 fsdp adds two all-gathers of the parameters and a reduce-scatter of the gradients, each over the probe's fit to that
 collective, and the copies in and out around them. dp (CUDA only: it never runs on a CPU) adds a broadcast of the
 parameters from the first device and a reduce of the gradients onto it, and the scatter of the inputs, the gather of
@@ -94,8 +94,15 @@ def measured_links(probe: Probe) -> Links | None:
         return Link(measured.latency_s, 1 / measured.bandwidth_bytes_per_s)
 
     copies = probe.copy_bytes_per_s or float("inf")
+    busy = fitted["all_reduce"].cpu_share if probe.device == "cpu" else 1.0
     return Links(
-        link("all_reduce"), link("all_gather"), link("reduce_scatter"), copies, probe.shard_unit_s, link("send_recv")
+        link("all_reduce"),
+        link("all_gather"),
+        link("reduce_scatter"),
+        copies,
+        probe.shard_unit_s,
+        link("send_recv"),
+        busy,
     )
 
 
@@ -192,12 +199,12 @@ def strategy_step(
     if strategy == "fsdp" and sharding != "none":
         gathers = 1 if sharding == "grad_op" else 2
         return sharded_step(compute_s, gradient_bytes, links, devices, gathers, sharded_blocks)
-    overlaps = strategy in ("ddp", "fsdp") and own_devices
+    hideable = 0.0 if strategy == "allreduce" else 1.0 if own_devices else 1 - links.cpu_share
     backward_s = BACKWARD_SHARE * forward_backward_s
     bucketed = allreduce_buckets if strategy == "allreduce" else ddp_buckets
     broadcast = sizes.buffer_bytes if strategy == "ddp" else 0
     return data_parallel_step(
-        compute_s, backward_s, bucketed(sizes.gradient_bytes), links, devices, overlaps, broadcast
+        compute_s, backward_s, bucketed(sizes.gradient_bytes), links, devices, hideable, broadcast
     )
 
 
