@@ -52,6 +52,7 @@ def test_the_page_answers_each_seed_with_every_figure_embedded(page: Path):
     assert "No two checked cells differ beyond the noise here." in text, "one checked cell: no order to keep"
     assert "single's global batch shared by the devices (strong scaling)" in text, "the rule the predictions follow"
     assert "The links measured here" in text and "<td>100 us</td>" in text and "0.041 GB/s at 4,096 B" in text
+    assert "<th>CPU busy</th>" in text and "<td>100%</td>" in text, "how much of the all-reduce keeps a CPU busy"
     assert "Between the nodes" in text and "<td>300 us</td>" in text, "the probe between the nodes, beside it"
     assert "<td>ddp</td>" in text and "input 10% · compute 53% · communication 13% · optimizer 19% · idle 5%" in text, (
         "where ddp's step goes"

@@ -107,13 +107,20 @@ def measured_links(probe: Probe) -> Links | None:
 
 
 def probe_rows(probe: Probe) -> list[dict[str, str]]:
-    """The probe as a table: per collective its fitted latency and bandwidth and its bus bandwidth at the largest
-    message, or why the backend could not run it (none where the probe ran on one device)."""
+    """The probe as a table: per collective its fitted latency and bandwidth, the share of its time a rank keeps a
+    CPU busy, and its bus bandwidth at the largest message, or why the backend could not run it (none where the probe
+    ran on one device)."""
     rows = []
     for collective, measured in probe.collectives.items() if isinstance(probe, Probed) else ():
         if not isinstance(measured, CollectiveFit):
             rows.append(
-                {"collective": collective, "latency": "-", "bandwidth": "-", "busbw at largest": measured.reason}
+                {
+                    "collective": collective,
+                    "latency": "-",
+                    "bandwidth": "-",
+                    "CPU busy": "-",
+                    "busbw at largest": measured.reason,
+                }
             )
             continue
         largest = measured.points[-1]
@@ -122,6 +129,7 @@ def probe_rows(probe: Probe) -> list[dict[str, str]]:
                 "collective": collective,
                 "latency": f"{1e6 * measured.latency_s:.0f} us",
                 "bandwidth": f"{measured.bandwidth_bytes_per_s / 1e9:.3g} GB/s",
+                "CPU busy": f"{measured.cpu_share:.0%}",
                 "busbw at largest": f"{largest.busbw_bytes_per_s / 1e9:.3g} GB/s at {largest.bytes:,} B",
             }
         )
