@@ -65,11 +65,12 @@ def _busy_and_idle_shares(rank: int, world_size: int, out: Path) -> None:
 def test_the_probe_tells_a_call_that_waits_from_one_that_keeps_the_cpu_busy(tmp_path):
     """What the prediction hides behind backward on a shared CPU is a collective's waiting: the probe's cpu_share.
     A call that sleeps 20 ms keeps no CPU busy; one that computes for 20 ms of CPU time keeps one busy throughout,
-    or, where other processes share the cores (the test suite's other worker), as much of its time as it gets."""
+    or, where other processes share the cores (the test suite's other worker and its ranks), as much of its time as
+    it gets: at least a tenth here, even with ten processes wanting the two cores."""
     out = tmp_path / "shares.json"
     run_ranks(2, _busy_and_idle_shares, out)
     shares = json.loads(out.read_text())
-    assert shares["sleep"] < 0.1 and shares["spin"] > 0.3, shares
+    assert shares["sleep"] < 0.05 and shares["spin"] > 0.1, shares
 
 
 def test_one_device_has_nothing_to_probe(tmp_path):
