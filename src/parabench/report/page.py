@@ -238,7 +238,9 @@ def probe_html() -> str:
         parts = [
             f'<h2>The links measured here</h2><p class="note">The collectives over {probe.ranks} '
             f"{html.escape(probe.backend)} ranks on {html.escape(probe.device)}, a latency and bandwidth fitted to "
-            "each (alpha-beta); busbw as nccl-tests defines it. The predictions below start from these.</p>",
+            "each (alpha-beta); CPU busy: the share of a call its rank keeps a CPU busy (where ranks share one CPU, "
+            "only the rest can overlap a backward pass); busbw as nccl-tests defines it. The predictions below start "
+            "from these.</p>",
             table_html(probe_rows(probe)),
         ]
     network = probe_record(read_json(PROBE_NETWORK_FILE)) if PROBE_NETWORK_FILE.exists() else None
