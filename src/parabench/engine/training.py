@@ -608,8 +608,8 @@ def measure_cell(
     full_allreduce = None
     if plan.strategy.data_parallel and plan.copies == 1 and process.world_size > 1:
         full_allreduce = allreduce_seconds(parameters, process.device)
-    gradient_bytes, buffer_bytes = gradient_and_buffer_bytes(trainer.parallel.model)
     if process.is_main:
+        gradient_bytes, buffer_bytes = gradient_and_buffer_bytes(trainer.parallel.model)
         record = CellRun(
             unit=data.unit,
             step_durations=durations,

@@ -53,6 +53,8 @@ def cell_result(entry: CellRuns, compute_beside: float | None) -> Cell:
     shares = [run.other_cpu_share for run in entry.runs if run.other_cpu_share is not None]
     median, low, high = median_interval([run.step_durations for run in entry.runs])
     transform_rates = [run.transform_units_per_s for run in entry.runs if run.transform_units_per_s is not None]
+    # the round that took one more step off the clock, counting its bytes (the first: engine.training.measure_cell)
+    counted = next((run for run in entry.runs if run.saved_for_backward_mb is not None), None)
     data_parallel = plan.strategy.data_parallel and plan.copies == 1
     split = time_split(
         entry.runs,
@@ -83,15 +85,9 @@ def cell_result(entry: CellRuns, compute_beside: float | None) -> Cell:
             key: max(run.peak_memory_mb[key] for run in entry.runs) for key in entry.runs[-1].peak_memory_mb
         },
         memory_kind=entry.runs[-1].memory_kind,
-        saved_for_backward_mb=next(
-            (run.saved_for_backward_mb for run in entry.runs if run.saved_for_backward_mb is not None), None
-        ),
-        input_bytes_per_unit=next(
-            (run.input_bytes_per_unit for run in entry.runs if run.input_bytes_per_unit is not None), None
-        ),
-        output_bytes_per_unit=next(
-            (run.output_bytes_per_unit for run in entry.runs if run.output_bytes_per_unit is not None), None
-        ),
+        saved_for_backward_mb=counted.saved_for_backward_mb if counted else None,
+        input_bytes_per_unit=counted.input_bytes_per_unit if counted else None,
+        output_bytes_per_unit=counted.output_bytes_per_unit if counted else None,
         parameters=entry.runs[-1].parameters,
         gradient_bytes=entry.runs[-1].gradient_bytes,
         buffer_bytes=entry.runs[-1].buffer_bytes,

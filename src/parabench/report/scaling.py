@@ -14,11 +14,10 @@ fsdp adds two all-gathers of the parameters and a reduce-scatter of the gradient
 collective, and the copies in and out around them. dp (CUDA only: it never runs on a CPU) adds a broadcast of the
 parameters from the first device and a reduce of the gradients onto it, and the scatter of the inputs, the gather of
 the outputs and the scatter of their gradients (a unit's bytes as single's step measured them), all exposed. A
-distributed pipeline takes its
-schedule's bound over its stages' forward and backward seconds, timed one by one on one device (its
-`stage_seconds`), and each boundary's activation and gradient over the probe's send/recv fit, plus single's input
-and optimizer; model_parallel is that pipeline with one micro-batch, its stages one after another (on a CPU, one
-process on virtual devices: nothing is sent). Each is compared with the cell's own median step.
+distributed pipeline takes its schedule's bound over its stages' forward and backward seconds, timed one by one on
+one device (its `stage_seconds`), and each boundary's activation and gradient over the probe's send/recv fit, plus
+single's input and optimizer; model_parallel is that pipeline with one micro-batch, its stages one after another
+(on a CPU, one process on virtual devices: nothing is sent). Each is compared with the cell's own median step.
 
 The extension. At N devices of their own, under the workload's scaling rule: strong (single's global batch shared),
 one replica computes 1/N of single's step (dp: 1/N of its forward and backward, its input and optimizer whole on the
@@ -390,6 +389,7 @@ def extended(
     forward and its gradient back."""
     single_step, forward_backward = single.step_time_s.median, forward_backward_s(single)
     input_s = single.time_split_s.get("input", 0.0)
+    sizes = ModelSizes.of(single)
     virtual = single.devices_virtual or (isinstance(probe, Probed) and probe.device == "cpu")
     micro_batches = int(staged.get("micro_batches", 4))
     blocks, timed_blocks = sum(staged.get("cut", [])), bool(staged.get("block_seconds"))
@@ -420,7 +420,7 @@ def extended(
                     strategy,
                     compute,
                     forward_backward * grown / devices,
-                    ModelSizes.of(single),
+                    sizes,
                     links,
                     devices,
                     True,
@@ -474,9 +474,9 @@ def bottleneck(
     links, link_text, _ = link_at(devices, options, probe, network)
     across = devices > options.devices_per_node
     chosen = options.network if across else options.interconnect
+    sizes = ModelSizes.of(single)
 
     def exposed_share(over: Links) -> float:
-        sizes = ModelSizes.of(single)
         step = strategy_step("ddp", single_step / devices, forward_backward / devices, sizes, over, devices, True)
         return step.exposed_communication_s / step.step_s
 
