@@ -1,5 +1,6 @@
 """Stage predict@<workload>: what more devices would buy, predicted from one-device measurements and the probe's
-links (within this node, and between the nodes), checked against every multi-process cell of the benchmark."""
+links (within this node, and between the nodes), checked against every multi-process cell of the benchmark and the
+train run where it spanned several nodes."""
 
 import argparse
 
@@ -7,7 +8,7 @@ from parabench.cli import stage_main
 from parabench.config import load_params
 from parabench.io import read_json, write_json
 from parabench.paths import PROBE_FILE, PROBE_NETWORK_FILE, prediction_metrics_file, results_file
-from parabench.records import BenchmarkResults, probe_record
+from parabench.records import BenchmarkResults, RunRecord, probe_record
 from parabench.report.scaling import compact, predict
 from parabench.workloads import WORKLOADS
 
@@ -20,7 +21,8 @@ def main() -> None:
     options = params.predict
     probe, network = (probe_record(read_json(path)) for path in (PROBE_FILE, PROBE_NETWORK_FILE))
     benchmark = BenchmarkResults.model_validate(read_json(results_file("benchmark", args.workload)))
-    prediction = predict(benchmark, options, params.settings(args.workload).scaling, probe, network)
+    train = RunRecord.model_validate(read_json(results_file("train", args.workload)))
+    prediction = predict(benchmark, options, params.settings(args.workload).scaling, probe, network, train)
     write_json(results_file("prediction", args.workload), prediction.model_dump(mode="json"))
     write_json(prediction_metrics_file(args.workload), compact(prediction, options))
 

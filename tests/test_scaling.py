@@ -1,12 +1,25 @@
 """What more devices would buy: the prediction checked at a benchmark's multi-device cells from the ceiling's compute
 and the probe's link, and extended to predict.devices over the links params.yaml names."""
 
+from typing import Any
+
 import pytest
 
 from parabench.config import GivenLink, PredictOptions
 from parabench.engine.cells import Cell, CellRuns
 from parabench.prediction import PRESETS, Link, Links, collective_seconds
-from parabench.records import CellsSummary, CollectiveFit, Probed, ProbeSkipped, SkippedCollective, SweepCell
+from parabench.records import (
+    CellFigures,
+    CellsSummary,
+    CollectiveFit,
+    PredictionCheck,
+    Probe,
+    Probed,
+    ProbeSkipped,
+    RunRecord,
+    SkippedCollective,
+    SweepCell,
+)
 from parabench.report.benchmark import summarize_cells
 from parabench.report.scaling import (
     ModelSizes,
@@ -18,7 +31,7 @@ from parabench.report.scaling import (
     predict,
     strategy_step,
 )
-from tests.setups import cpu_setup, tiny_plan
+from tests.setups import cpu_setup, run_record, tiny_plan
 from tests.test_benchmark_report import entries, run
 
 ALL_REDUCE = CollectiveFit(status="ran", latency_s=1e-4, bandwidth_bytes_per_s=1e9, cpu_share=1.0, points=[])
@@ -230,6 +243,85 @@ def test_beyond_a_node_the_measured_network_is_the_probe_between_the_nodes_or_et
     ).predictions
     ddp_64 = [next(row for row in found if (row.strategy, row.devices) == ("ddp", 64)) for found in (rows, slower)]
     assert ddp_64[1].speedup < ddp_64[0].speedup and ddp_64[0].link.startswith("network measured")
+
+
+NETWORK = PROBE.model_copy(  # between the nodes: ten times the in-node latency, a tenth of its bandwidth
+    update={
+        "across": "nodes",
+        "collectives": {
+            "all_reduce": CollectiveFit(
+                status="ran", latency_s=1e-3, bandwidth_bytes_per_s=1e8, cpu_share=1.0, points=[]
+            )
+        },
+    }
+)
+
+
+def across_nodes(train: RunRecord, network: Probe = NETWORK) -> PredictionCheck | None:
+    """The check a train run gets beside entries()'s benchmark cells (single of 64 samples; ceiling of 2 copies)."""
+    prediction = predict(summarize_cells(entries()), OPTIONS, "strong", PROBE, network, train)
+    return next((check for check in prediction.checks if "train run" in check.cell), None)
+
+
+def two_node_run(processes: int = 2, hosts: tuple[str, ...] = ("node-a", "node-b"), **fields: Any) -> RunRecord:
+    """ddp over two nodes, `processes` in all, on the benchmark's global batch of 64."""
+    record = run_record("ddp", [0.3, 0.25, 0.35, 0.3], devices=processes, global_batch=64, **fields)
+    return record.model_copy(update={"environment": {"nodes": 2, "node_hosts": list(hosts)}})
+
+
+def test_a_train_run_over_two_nodes_is_predicted_from_single_and_the_probe_between_the_nodes():
+    """One process a node: a replica computes single's step with its input and forward and backward halved (32 of
+    single's 64 samples), its optimizer whole; the gradients' one DDP bucket (4 MB) crosses the network probe's fit,
+    all of it exposed (the last bucket), and the train run's own median step is what it is checked against."""
+    check = across_nodes(two_node_run())
+    assert check is not None and check.cell == "ddp across 2 nodes (the train run)" and check.devices == 2
+    single = summarize_cells(entries()).cells["single"]
+    assert isinstance(single, CellFigures)
+    parts = single.time_split_s
+    compute = single.step_time_s.median - 0.5 * (parts["input"] + parts["compute"])
+    assert compute == pytest.approx(0.01 + 0.07 + 0.04, rel=0.01), "single: 0.2 s, of it 10% input, 20% optimizer"
+    ring = collective_seconds(Link(1e-3, 1e-8), "all_reduce", 4_000_000, 2)
+    assert check.predicted_step_s == pytest.approx(compute + ring)
+    assert check.predicted_exposed_communication_s == pytest.approx(ring)
+    assert check.measured_step_s == pytest.approx(0.3) and check.error == pytest.approx((compute + ring) / 0.3 - 1)
+
+
+def test_a_train_run_with_several_processes_a_node_is_predicted_from_the_ceiling_of_as_many_copies():
+    """Two processes on each of two nodes: a replica computes the ceiling's step (2 copies of 32 samples side by side)
+    with its input and forward and backward halved again (16 samples); the ring spans all four processes."""
+    check = across_nodes(two_node_run(processes=4))
+    ceiling = summarize_cells(entries()).cells["ceiling"]
+    assert check is not None and isinstance(ceiling, CellFigures)
+    parts = ceiling.time_split_s
+    compute = ceiling.step_time_s.median - 0.5 * (parts["input"] + parts["compute"])
+    ring = collective_seconds(Link(1e-3, 1e-8), "all_reduce", 4_000_000, 4)
+    assert check.predicted_step_s == pytest.approx(compute + ring) and check.devices == 4
+
+
+def test_nodes_on_one_host_compute_beside_every_process_of_the_run_and_say_so():
+    """Two nodes on one host (loopback), one process each: both share its CPU, so a replica computes as the ceiling's
+    2 copies side by side; with two processes a node there is no ceiling of 4 copies, and single's compute stands
+    in, said so in the row."""
+    ceiling = summarize_cells(entries()).cells["ceiling"]
+    assert isinstance(ceiling, CellFigures)
+    one_host = across_nodes(two_node_run(hosts=("laptop", "laptop")))
+    assert one_host is not None and one_host.cell == "ddp across 2 nodes on one host (the train run)"
+    assert one_host.predicted_step_s - one_host.predicted_exposed_communication_s == pytest.approx(
+        ceiling.step_time_s.median, rel=1e-6
+    ), "the ceiling's copies computed 32 samples each, as each replica did"
+    crowded = across_nodes(two_node_run(processes=4, hosts=("laptop", "laptop")))
+    assert crowded is not None and crowded.cell == (
+        "ddp across 2 nodes on one host (the train run; single's compute, alone there: no ceiling of 4 copies ran)"
+    )
+
+
+def test_runs_the_network_cannot_check_get_no_check():
+    one_node = run_record("ddp", [0.3] * 4, devices=2, global_batch=64)
+    assert across_nodes(one_node.model_copy(update={"environment": {"nodes": 1}})) is None, "the benchmark's cells"
+    assert across_nodes(two_node_run(), network=ONE_NODE) is None, "no probe between the nodes"
+    assert across_nodes(two_node_run(processes=6)) is None, "no cell of 3 processes side by side"
+    pipeline = two_node_run().model_copy(update={"strategy": "pipeline"})
+    assert across_nodes(pipeline) is None, "not a data-parallel strategy"
 
 
 def test_each_collective_crosses_the_probe_s_own_fit_or_the_all_reduce_s():

@@ -319,9 +319,10 @@ class BenchmarkResults(CellsSummary):
 
 
 class PredictionCheck(Record):
-    """A measured multi-device cell's median step against its prediction."""
+    """A measured multi-device cell's median step (or the train run's, where it spanned several nodes) against its
+    prediction."""
 
-    cell: str = Field(description="the cell (a sweep's: its curve and value)")
+    cell: str = Field(description="the cell (a sweep's: its curve and value), or the train run across the nodes")
     devices: int = Field(description="its devices")
     predicted_step_s: float = Field(description="the predicted step, in seconds")
     predicted_exposed_communication_s: float = Field(description="its communication (or bubble) left exposed")
@@ -493,7 +494,9 @@ class PredictionResults(Record):
     multi-device cell (report/scaling.py)."""
 
     links: dict[str, FittedLink] | None = Field(description="the probe's links by collective; None: none measured")
-    checks: list[PredictionCheck] = Field(description="each multi-device cell of the benchmark checked")
+    checks: list[PredictionCheck] = Field(
+        description="each multi-device cell of the benchmark checked, and the train run where it spanned several nodes"
+    )
     median_abs_error: float | None = Field(description="the checks' median absolute error; None: no check")
     max_abs_error: float | None = Field(description="their largest absolute error")
     order_checks: list[OrderCheck] = Field(

@@ -67,11 +67,11 @@ def run_digest(plan: RunPlan) -> str:
     return hashlib.sha256(json.dumps(run, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def check_nodes_agree(plan: RunPlan, process: Process, data_id: str) -> None:
-    """Each node's first process reports its plan and data digests; if they differ, every rank stops, naming the
-    nodes and what differs, before any training. (Single-node runs skip this.)"""
+def check_nodes_agree(plan: RunPlan, process: Process, data_id: str) -> list[str]:
+    """Each node's first process reports its host and its plan and data digests; if they differ, every rank stops,
+    naming the nodes and what differs, before any training. The nodes' hosts, in node order (one node: its own)."""
     if plan.machine.nodes == 1:
-        return
+        return [socket.gethostname()]
     first_on_node = process.local_rank == 0
     mine = {
         "node": os.environ.get("GROUP_RANK", "?"),
@@ -91,20 +91,23 @@ def check_nodes_agree(plan: RunPlan, process: Process, data_id: str) -> None:
                 f"rank {process.rank}: {', '.join(differ)} {differs} than node 0 on {node_0['host']} ({what} digest "
                 f"{node_0[what]} on node 0); give every node {fix} (README: Several nodes) and run again."
             )
+    return [str(report["host"]) for report in reports]  # in rank order: torchrun numbers the ranks node by node
 
 
 def train_worker(plan: RunPlan) -> None:
     """Train the plan in this process, as one rank of its job; rank 0 writes the results."""
     with job(plan) as process:
         data_id = plan.data_identity() if process.local_rank == 0 else "read by local rank 0"
-        check_nodes_agree(plan, process, data_id)
+        hosts = check_nodes_agree(plan, process, data_id)
         data = plan.open_data()
         result = fit(plan, process, data, checkpoint_file(plan.role, plan.workload_name), data_id)
         steps = slowest_per_step(result.step_durations)
         memory = per_rank(gather_objects(result.peak_memory_mb))
         if process.is_main:
             write_run(
-                plan, result, run_record(plan, data, result, steps, memory, memory_kind(process.device), since_launch())
+                plan,
+                result,
+                run_record(plan, data, result, steps, memory, memory_kind(process.device), since_launch(), hosts),
             )
 
 
@@ -123,9 +126,10 @@ def run_record(
     memory_mb: dict[str, float],
     memory_kind: str,
     wall_time_s: float | None,
+    node_hosts: list[str],
 ) -> RunRecord:
-    """Everything measured about one run (`memory_mb`: the peak of its training steps per rank and device; each field
-    is described in records.RunRecord).
+    """Everything measured about one run (`memory_mb`: the peak of its training steps per rank and device;
+    `node_hosts`: each node's host, in node order; each field is described in records.RunRecord).
 
     units_per_s is the global batch over the median step time (warm-up excluded, the slowest rank's time per step);
     train_time_s is the time the planned steps take at that median, so two strategies doing the same work compare
@@ -160,7 +164,10 @@ def run_record(
         resumed_after_epoch=result.resumed_after_epoch,
         restarts=restart_count(),
         strategy_details=result.strategy_details,
-        environment=describe(plan.machine, plan.processes, plan.threads, plan.distributed),
+        environment={
+            **describe(plan.machine, plan.processes, plan.threads, plan.distributed),
+            "node_hosts": node_hosts,
+        },
     )
 
 

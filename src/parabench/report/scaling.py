@@ -18,6 +18,8 @@ distributed pipeline takes its schedule's bound over its stages' forward and bac
 one device (its `stage_seconds`), and each boundary's activation and gradient over the probe's send/recv fit, plus
 single's input and optimizer; model_parallel is that pipeline with one micro-batch, its stages one after another
 (on a CPU, one process on virtual devices: nothing is sent). Each is compared with the cell's own median step.
+The benchmark times node 0 alone; over several nodes the train run is checked too, over the probe between the nodes
+(checked_across_nodes).
 
 The extension. At N devices of their own, under the workload's scaling rule: strong (single's global batch shared),
 one replica computes 1/N of single's step (dp: 1/N of its forward and backward, its input and optimizer whole on the
@@ -64,10 +66,11 @@ from parabench.records import (
     PredictionResults,
     Probe,
     Probed,
+    RunRecord,
     SweepCell,
     ran,
 )
-from parabench.stats import NO_DIFFERENCE, Z_95, rate_ratio, ratio_verdict
+from parabench.stats import NO_DIFFERENCE, Z_95, median_interval, rate_ratio, ratio_verdict
 from parabench.strategies.partition import split_costs
 from parabench.workloads.contract import Scaling
 
@@ -77,6 +80,7 @@ NOISE_MULTIPLE = 3  # a cell's noise: its median's standard error, the 95% inter
 PREDICTED = ("dp", "ddp", "allreduce", "fsdp", "pipeline", "model_parallel")
 ONE_PROCESS = ("dp",)  # one process drives every device: never beyond one node
 STAGED = ("pipeline", "model_parallel")  # a cut model: predicted from its stages' seconds
+ACROSS_NODES = ("ddp", "allreduce", "fsdp")  # a train run over several nodes checked (fsdp's hybrid sharding aside)
 
 
 def measured_links(probe: Probe) -> Links | None:
@@ -229,13 +233,20 @@ def forward_backward_s(cell: CellFigures) -> float:
 
 
 def check(label: str, figures: CellFigures, predicted: StepPrediction) -> PredictionCheck:
-    """A cell's measured median step against its prediction: the error, and whether it is within the goal."""
-    measured = figures.step_time_s.median
+    """A cell's measured median step against its prediction (measured_check)."""
+    return measured_check(label, figures.devices, figures.step_time_s.median, figures.median_precision, predicted)
+
+
+def measured_check(
+    label: str, devices: int, measured: float, median_precision: float, predicted: StepPrediction
+) -> PredictionCheck:
+    """A measured median step against its prediction: the error, and whether it is within the goal (15%, or 3x the
+    median's standard error, `median_precision` being its 95% interval's half-width over it)."""
     error = relative_error(predicted.step_s, measured)
-    allowed = max(GOAL, NOISE_MULTIPLE * figures.median_precision / Z_95)
+    allowed = max(GOAL, NOISE_MULTIPLE * median_precision / Z_95)
     return PredictionCheck(
         cell=label,
-        devices=figures.devices,
+        devices=devices,
         predicted_step_s=predicted.step_s,
         predicted_exposed_communication_s=predicted.exposed_communication_s,
         measured_step_s=measured,
@@ -299,6 +310,56 @@ def checked_cells(cells: dict[str, Cell], links: Links | None) -> list[Predictio
             )
         checks.append(check(label, figures, predicted))
     return checks
+
+
+def checked_across_nodes(train: RunRecord | None, cells: dict[str, Cell], network: Probe) -> PredictionCheck | None:
+    """The train run, where it spanned several nodes under ddp, allreduce or fsdp, predicted against its own median
+    step (warm-up left out, the slowest rank's). One replica computes what node 0's cell of as many processes side by
+    side as shared a host in the run computes (single for one; the ceiling for as many as its copies), its input and
+    forward and backward scaled to the replica's share of the run's global batch (the optimizer's step stays whole);
+    the collectives cross the probe between the nodes, their rings spanning every process. Nodes that were one host
+    (loopback) share its CPU: every process of the run side by side, and ddp hides only what its collectives wait, as
+    on one CPU; where no ceiling of that many copies ran (one device a node), single's compute stands in, alone on
+    the host, and the row says so. None where the run spanned one node, the strategy is not one of these, the probe
+    between the nodes did not run, no cell of the layout ran, or fsdp sharded hybrid (its replicas across the nodes,
+    its shards within each)."""
+    if train is None or train.environment.get("nodes", 1) < 2 or train.strategy not in ACROSS_NODES:
+        return None
+    details = train.strategy_details
+    links, single, ceiling = measured_links(network), ran(cells, "single"), ran(cells, "ceiling")
+    if details.get("sharding") == "hybrid" or links is None or single is None:
+        return None
+    nodes, hosts = train.environment["nodes"], train.environment.get("node_hosts", [])
+    one_host = len(hosts) == nodes and len(set(hosts)) == 1
+    side_by_side = train.processes if one_host else train.processes // nodes
+    layout = single if side_by_side == 1 else ceiling if ceiling and ceiling.processes == side_by_side else None
+    where, note = f"{nodes} nodes on one host" if one_host else f"{nodes} nodes", ""
+    if layout is None and one_host:
+        layout, note = single, f"; single's compute, alone there: no ceiling of {side_by_side} copies ran"
+    if layout is None:
+        return None
+    share = (train.global_batch / train.replicas) / (layout.global_batch / layout.processes)
+    scaled = forward_backward_s(layout) + layout.time_split_s.get("input", 0.0)
+    predicted = strategy_step(
+        train.strategy,
+        layout.step_time_s.median + (share - 1) * scaled,
+        forward_backward_s(layout) * share,
+        ModelSizes.of(single),
+        links,
+        train.processes,
+        not one_host,
+        details.get("sharding", "full"),
+        details.get("sharded_blocks", 0),
+    )
+    _, low, high = median_interval([train.step_durations])
+    measured = train.step_time_s.median
+    return measured_check(
+        f"{train.strategy} across {where} (the train run{note})",
+        train.devices,
+        measured,
+        (high - low) / 2 / measured,
+        predicted,
+    )
 
 
 def order_checks(checks: list[PredictionCheck], cells: dict[str, Cell], floor: float | None) -> list[OrderCheck]:
@@ -495,10 +556,16 @@ def bottleneck(
 
 
 def predict(
-    benchmark: CellsSummary, options: PredictOptions, scaling: Scaling, probe: Probe, network: Probe
+    benchmark: CellsSummary,
+    options: PredictOptions,
+    scaling: Scaling,
+    probe: Probe,
+    network: Probe,
+    train: RunRecord | None = None,
 ) -> PredictionResults:
-    """The checks at the measured cells and the extension to predict.devices under the workload's `scaling` rule
-    (module docstring), from the benchmark's summarised cells and the probe's results."""
+    """The checks at the measured cells (and at the `train` run, where it spanned several nodes: checked_across_nodes)
+    and the extension to predict.devices under the workload's `scaling` rule (module docstring), from the
+    benchmark's summarised cells and the probe's results."""
     cells = benchmark.cells
     single = ran(cells, "single")
     if single is None:
@@ -516,7 +583,8 @@ def predict(
             probe=probe,
         )
     links = measured_links(probe)
-    checks = checked_cells(cells, links)
+    across_nodes = checked_across_nodes(train, cells, network)
+    checks = checked_cells(cells, links) + ([across_nodes] if across_nodes else [])
     orders = order_checks(checks, cells, benchmark.noise.floor)
     errors = [abs(check.error) for check in checks]
     staged = strategy_details(cells, "pipeline") or strategy_details(cells, "model_parallel")
