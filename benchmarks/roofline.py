@@ -43,10 +43,8 @@ class Layer:
         return max(self.flops / peak_flops, FP32_BYTES * (self.elements_in + self.elements_out) / bandwidth)
 
 
-def counted(module: nn.Module | None, tensor: Tensor) -> tuple[Layer, Tensor]:
-    """Run one layer (None: a layer that only passes its input on) and count its FLOPs and activations."""
-    if module is None:
-        return Layer(0.0, tensor.numel(), tensor.numel()), tensor
+def counted(module: nn.Module, tensor: Tensor) -> tuple[Layer, Tensor]:
+    """Run one layer and count its FLOPs and activations."""
     with FlopCounterMode(display=False) as counter:
         output = module(tensor)
     return Layer(float(counter.get_total_flops()), tensor.numel(), output.numel()), output
@@ -62,13 +60,14 @@ def counted_in_turn(modules: Sequence[nn.Module], tensor: Tensor) -> tuple[list[
 
 
 def bottleneck_layers(block: torchvision.models.resnet.Bottleneck, tensor: Tensor) -> tuple[list[Layer], Tensor]:
-    """A bottleneck as torchgpipe's 11 layers: identity, the three convolutions with their norms and ReLUs, the
-    residual (with the downsample, if any) and the last ReLU."""
+    """A bottleneck as torchgpipe's 11 layers: identity (it stashes a reference to its input for the residual: no
+    FLOPs, no bytes moved), the three convolutions with their norms and ReLUs, the residual (with the downsample, if
+    any) and the last ReLU."""
     block_input = tensor
     convolutions, tensor = counted_in_turn(
         (block.conv1, block.bn1, block.relu, block.conv2, block.bn2, block.relu, block.conv3, block.bn3), tensor
     )
-    layers = [counted(None, block_input)[0], *convolutions]
+    layers = [Layer(0.0, 0, 0), *convolutions]
     downsample_flops, identity = 0.0, block_input
     if block.downsample is not None:
         downsample, identity = counted(block.downsample, block_input)

@@ -62,6 +62,8 @@ def test_torchgpipe_resnet101_is_its_370_layers_of_7_8_billion_multiply_adds():
     assert len(layers) == 370
     assert sum(layer.flops for layer in layers) / 2 == pytest.approx(7.8e9, rel=0.01)  # He et al. 2016, Table 1
     assert layers[0].elements_in == 3 * 224 * 224 and layers[-1].elements_out == 1000
+    identities = layers[4 : 4 + 33 * 11 : 11]  # after the stem's 4 layers, the first of each bottleneck's 11
+    assert len(identities) == 33 and all(layer == Layer(0.0, 0, 0) for layer in identities), "a stash moves nothing"
 
 
 def test_a_balance_of_equal_layer_counts_is_not_one_of_equal_costs():
