@@ -10,6 +10,9 @@ hand-written allreduce takes them in the model's order after backward and closes
 """
 
 from collections.abc import Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
 
 BUCKET_BYTES = 25 * 1024 * 1024  # DDP's default bucket_cap_mb; the hand-written allreduce caps its buckets alike
 DDP_FIRST_BUCKET_BYTES = 1024 * 1024  # torch.distributed._DEFAULT_FIRST_BUCKET_BYTES
@@ -41,10 +44,15 @@ def capped_counts(gradient_bytes: Sequence[int]) -> list[int]:
     return counts
 
 
+def capped_groups(items: Sequence[T], item_bytes: Sequence[int]) -> list[list[T]]:
+    """`items` (gradients, or their sizes), of `item_bytes` each, in the consecutive groups capped_counts makes."""
+    groups, start = [], 0
+    for count in capped_counts(item_bytes):
+        groups.append(list(items[start : start + count]))
+        start += count
+    return groups
+
+
 def allreduce_buckets(gradient_bytes: Sequence[int]) -> list[int]:
     """The bytes of each of the hand-written allreduce's buckets, in the order it reduces them."""
-    buckets, start = [], 0
-    for count in capped_counts(gradient_bytes):
-        buckets.append(sum(gradient_bytes[start : start + count]))
-        start += count
-    return buckets
+    return [sum(bucket) for bucket in capped_groups(gradient_bytes, gradient_bytes)]

@@ -346,11 +346,12 @@ def checked_across_nodes(train: RunRecord | None, cells: dict[str, Cell], networ
     if layout is None:
         return None
     share = (train.global_batch / train.replicas) / (layout.global_batch / layout.processes)
-    scaled = forward_backward_s(layout) + layout.time_split_s.get("input", 0.0)
+    forward_backward = forward_backward_s(layout)
+    scaled = forward_backward + layout.time_split_s.get("input", 0.0)
     predicted = strategy_step(
         train.strategy,
         layout.step_time_s.median + (share - 1) * scaled,
-        forward_backward_s(layout) * share,
+        forward_backward * share,
         ModelSizes.of(single),
         links,
         train.processes,

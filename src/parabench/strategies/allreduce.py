@@ -8,7 +8,7 @@ import torch.distributed as dist
 from torch import Tensor, nn
 
 from parabench.batch import Batch
-from parabench.buckets import capped_counts
+from parabench.buckets import capped_groups
 from parabench.runtime.process import Process
 from parabench.strategies.base import (
     LossFn,
@@ -30,11 +30,7 @@ def broadcast_from_rank0(model: nn.Module) -> None:
 
 def buckets(grads: list[Tensor]) -> list[list[Tensor]]:
     """Consecutive gradients grouped as buckets.capped_counts says: few large messages beat many small ones."""
-    groups, start = [], 0
-    for count in capped_counts([grad.numel() * grad.element_size() for grad in grads]):
-        groups.append(grads[start : start + count])
-        start += count
-    return groups
+    return capped_groups(grads, [grad.numel() * grad.element_size() for grad in grads])
 
 
 def average_gradients(model: nn.Module, world_size: int) -> None:
