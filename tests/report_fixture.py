@@ -113,6 +113,7 @@ def write_pipeline_outputs(root: Path) -> None:
         },
         copy_bytes_per_s=5e9,
         shard_unit_s=0.004,
+        replicate_unit_s=0.002,
         environment=MACHINE,
     )
     write_json(root / PROBE_FILE, probe.model_dump(mode="json"))

@@ -6,13 +6,14 @@ import pytest
 from parabench.prediction import (
     Link,
     Links,
+    StepPrediction,
     bus_bandwidth,
     collective_seconds,
     data_parallel_step,
     fit_link,
+    fsdp_step,
     pipeline_step,
     replicated_step,
-    sharded_step,
     unknown_links,
 )
 
@@ -118,13 +119,20 @@ def test_dp_scatters_the_inputs_and_gathers_the_outputs_through_its_first_device
     assert step.exposed_communication_s - without.exposed_communication_s == pytest.approx(0.03)
 
 
+def full_sharding(
+    compute_s: float, parameter_bytes: float, links: Links, ranks: int, gathers_per_step: int, units: int
+) -> StepPrediction:
+    """fsdp sharded over every one of `ranks`, one replica: every collective over `links`."""
+    return fsdp_step(compute_s, parameter_bytes, links, links, 1, ranks, gathers_per_step, units)
+
+
 def test_fsdp_gathers_the_parameters_twice_and_scatters_the_gradients():
     slow = Link(latency_s=10e-6, seconds_per_byte=1 / 1e9)
-    step = sharded_step(1.0, 1e9, Links(LINK, LINK, slow), 4, gathers_per_step=2, units=0)
+    step = full_sharding(1.0, 1e9, Links(LINK, LINK, slow), 4, gathers_per_step=2, units=0)
     gather = collective_seconds(LINK, "all_gather", 1e9, 4)
     scatter = collective_seconds(slow, "reduce_scatter", 1e9, 4)
     assert step.exposed_communication_s == pytest.approx(2 * gather + scatter), "each collective over its own fit"
-    kept = sharded_step(1.0, 1e9, Links(LINK, LINK, slow, copy_bytes_per_s=1e9), 4, gathers_per_step=1, units=0)
+    kept = full_sharding(1.0, 1e9, Links(LINK, LINK, slow, copy_bytes_per_s=1e9), 4, gathers_per_step=1, units=0)
     assert kept.exposed_communication_s == pytest.approx(gather + scatter), "grad_op gathers once a step"
     assert kept.compute_s == pytest.approx(1.0 + 2 * 1.25 * 1.0), "one gather's copies and the scatter's"
 
@@ -144,13 +152,40 @@ def test_each_bucket_pays_the_ring_s_latency_and_the_copies_into_it_and_back():
     assert bucketed.exposed_communication_s - plain.exposed_communication_s == pytest.approx(3 * 6 * LINK.latency_s)
     copied = data_parallel_step(1.0, 0.0, [bucket] * 4, Links(LINK, LINK, LINK, 1e9), 4, hideable=0.0)
     assert copied.compute_s == pytest.approx(1.0 + 2 * 0.1), "into the bucket and back, 100 MB at 1 GB/s each"
-    sharded = sharded_step(1.0, 1e8, Links(LINK, LINK, LINK, copy_bytes_per_s=1e9), 2, gathers_per_step=2, units=0)
+    sharded = full_sharding(1.0, 1e8, Links(LINK, LINK, LINK, copy_bytes_per_s=1e9), 2, gathers_per_step=2, units=0)
     assert sharded.compute_s == pytest.approx(1.0 + 4.5 * 0.1), "shard in, parameters out, gradients in, shard out"
 
 
 def test_each_sharded_block_adds_its_fixed_cost_as_the_probe_measured_it():
     """On 2 CPU ranks FSDP2 costs about 2 ms a block beyond its bytes: a 59,000-parameter model paid 60 ms a step."""
     links = Links(LINK, LINK, LINK, shard_unit_s=0.002)
-    bare = sharded_step(1.0, 1e6, Links(LINK, LINK, LINK), 2, gathers_per_step=2, units=8)
-    costed = sharded_step(1.0, 1e6, links, 2, gathers_per_step=2, units=8)
+    bare = full_sharding(1.0, 1e6, Links(LINK, LINK, LINK), 2, gathers_per_step=2, units=8)
+    costed = full_sharding(1.0, 1e6, links, 2, gathers_per_step=2, units=8)
     assert costed.exposed_communication_s - bare.exposed_communication_s == pytest.approx(8 * 0.002)
+
+
+def test_fsdp_with_every_rank_a_replica_all_reduces_each_block_and_pays_the_replicated_block_s_cost():
+    """Sharding none (a mesh of 4 x 1): nothing to gather or scatter among shards of one, but the copies in and out
+    of them (6 x the parameters' bytes); each of the 5 blocks all-reduces its gradients across the 4 replicas, one
+    call each (the ring's 6 latencies a call), and pays the probe's cost of one more replicated block."""
+    within = Links(LINK, LINK, LINK, copy_bytes_per_s=1e9, shard_unit_s=0.5)  # shards of one: no shard cost
+    across = Links(LINK, LINK, LINK, replicate_unit_s=0.002)
+    step = fsdp_step(1.0, 1e8, within, across, 4, 1, gathers_per_step=2, units=5)
+    ring = collective_seconds(LINK, "all_reduce", 1e8, 4) + 4 * 6 * LINK.latency_s
+    assert step.exposed_communication_s == pytest.approx(ring + 5 * 0.002)
+    assert step.compute_s == pytest.approx(1.0 + 6 * 0.1), "gathered twice and scattered: in and out of each"
+
+
+def test_hybrid_sharding_gathers_within_a_node_and_all_reduces_its_shard_across_the_nodes():
+    """HSDP over 2 nodes of 4 (a mesh of 2 x 4): the all-gathers and the reduce-scatter over the 4 ranks of a node,
+    each block's quarter of the gradients all-reduced between the 2 nodes over the slower link between them, and
+    each block pays both fixed costs."""
+    network = Link(latency_s=1e-3, seconds_per_byte=1 / 1e8)
+    within = Links(LINK, LINK, LINK, shard_unit_s=0.003)
+    across = Links(network, network, network, replicate_unit_s=0.002)
+    step = fsdp_step(1.0, 1e8, within, across, 2, 4, gathers_per_step=2, units=3)
+    inside = 2 * collective_seconds(LINK, "all_gather", 1e8, 4) + collective_seconds(LINK, "reduce_scatter", 1e8, 4)
+    between = collective_seconds(network, "all_reduce", 1e8 / 4, 2) + 2 * 2 * network.latency_s
+    assert step.exposed_communication_s == pytest.approx(inside + between + 3 * (0.003 + 0.002))
+    one_replica = fsdp_step(1.0, 1e8, within, across, 1, 8, gathers_per_step=2, units=3)
+    assert one_replica == full_sharding(1.0, 1e8, within, 8, gathers_per_step=2, units=3), "nothing crosses across"

@@ -42,6 +42,7 @@ def test_two_gloo_ranks_time_every_collective_and_fit_its_link(tmp_path):
         assert measured["latency_s"] >= 0 and measured["bandwidth_bytes_per_s"] > 0
     assert probe["copy_bytes_per_s"] > 0, "the copy within a device's memory, for the buckets' flattening"
     assert 0 <= probe["shard_unit_s"] < 1, "what sharding one more block costs, its bytes aside"
+    assert 0 <= probe["replicate_unit_s"] < 1, "what replicating one more block under FSDP costs, its bytes aside"
     big = probe["collectives"]["all_reduce"]["points"][-1]
     assert big["busbw_bytes_per_s"] == pytest.approx(big["algbw_bytes_per_s"] * 2 * (2 - 1) / 2)
     for measured in probe["collectives"].values():

@@ -7,7 +7,7 @@ import pytest
 
 from parabench.config import GivenLink, PredictOptions
 from parabench.engine.cells import Cell, CellRuns
-from parabench.prediction import PRESETS, Link, Links, collective_seconds
+from parabench.prediction import PRESETS, Link, Links, collective_seconds, pipeline_step
 from parabench.records import (
     CellFigures,
     CellsSummary,
@@ -45,6 +45,7 @@ PROBE = Probed(  # copies at no cost, no cost per sharded block: the link alone
     collectives={"all_reduce": ALL_REDUCE},
     copy_bytes_per_s=float("inf"),
     shard_unit_s=0.0,
+    replicate_unit_s=0.0,
     environment={},
 )
 ONE_NODE = ProbeSkipped(ranks=1, skipped="one node (hardware.nodes): no network to time", environment={})
@@ -104,8 +105,27 @@ def test_on_one_cpu_ddp_pays_its_extra_bucket_and_its_buffers_broadcast_beyond_a
     assert allreduce.exposed_communication_s == pytest.approx(collective_seconds(link, "all_reduce", 22 * mib, 2))
     extra_ring, broadcast = 2 * 1e-4, 1e-4 + 1_000_000 * 1e-9
     assert ddp.step_s - allreduce.step_s == pytest.approx(extra_ring + broadcast)
-    fsdp_unsharded = strategy_step("fsdp", 1.0, 0.9, sizes, links, 2, False, sharding="none")
-    assert fsdp_unsharded.step_s == pytest.approx(ddp.step_s - broadcast), "DDP's buckets, no broadcast"
+
+
+def test_fsdp_is_predicted_over_the_mesh_its_cell_recorded():
+    """Sharding none records a mesh of 2 x 1 (every rank a replica): each of its 3 blocks all-reduces its gradients
+    across the 2 replicas, one call each, none hidden (not DDP's buckets); full sharding (a mesh of 2) gathers the
+    parameters twice and reduce-scatters the gradients instead."""
+    mib = 2**20
+    sizes = ModelSizes(gradient_bytes=(10 * mib, 10 * mib, 2 * mib), buffer_bytes=1_000_000)
+    link = Link(1e-4, 1e-9)
+    links = Links.alike(link)
+    unsharded = strategy_step(
+        "fsdp", 1.0, 0.9, sizes, links, 2, False, {"sharding": "none", "mesh": [2, 1], "sharded_blocks": 3}
+    )
+    ring = collective_seconds(link, "all_reduce", 22 * mib, 2)
+    assert unsharded.step_s == pytest.approx(1.0 + ring + 2 * 2 * 1e-4), "three calls: two more rings' latencies"
+    full = strategy_step(
+        "fsdp", 1.0, 0.9, sizes, links, 2, False, {"sharding": "full", "mesh": [2], "sharded_blocks": 3}
+    )
+    gather, scatter = (collective_seconds(link, name, 22 * mib, 2) for name in ("all_gather", "reduce_scatter"))
+    assert full.step_s == pytest.approx(1.0 + 2 * gather + scatter)
+    assert strategy_step("fsdp", 1.0, 0.9, sizes, links, 2, False, {"sharded_blocks": 3}) == full, "none recorded"
 
 
 def test_on_one_cpu_ddp_hides_the_waits_of_its_early_buckets_the_probe_measured():
@@ -257,15 +277,18 @@ NETWORK = PROBE.model_copy(  # between the nodes: ten times the in-node latency,
 )
 
 
-def across_nodes(train: RunRecord, network: Probe = NETWORK) -> PredictionCheck | None:
-    """The check a train run gets beside entries()'s benchmark cells (single of 64 samples; ceiling of 2 copies)."""
-    prediction = predict(summarize_cells(entries()), OPTIONS, "strong", PROBE, network, train)
+def across_nodes(train: RunRecord, network: Probe = NETWORK, probe: Probe = PROBE) -> PredictionCheck | None:
+    """The check a train run gets beside entries()'s benchmark cells (single of 64 samples; ceiling of 2 copies), node
+    0's devices probed as `probe`."""
+    prediction = predict(summarize_cells(entries()), OPTIONS, "strong", probe, network, train)
     return next((check for check in prediction.checks if "train run" in check.cell), None)
 
 
-def two_node_run(processes: int = 2, hosts: tuple[str, ...] = ("node-a", "node-b"), **fields: Any) -> RunRecord:
-    """ddp over two nodes, `processes` in all, on the benchmark's global batch of 64."""
-    record = run_record("ddp", [0.3, 0.25, 0.35, 0.3], devices=processes, global_batch=64, **fields)
+def two_node_run(
+    processes: int = 2, hosts: tuple[str, ...] = ("node-a", "node-b"), strategy: str = "ddp", **fields: Any
+) -> RunRecord:
+    """`strategy` over two nodes, `processes` in all, on the benchmark's global batch of 64."""
+    record = run_record(strategy, [0.3, 0.25, 0.35, 0.3], devices=processes, global_batch=64, **fields)
     return record.model_copy(update={"environment": {"nodes": 2, "node_hosts": list(hosts)}})
 
 
@@ -321,7 +344,68 @@ def test_runs_the_network_cannot_check_get_no_check():
     assert across_nodes(two_node_run(), network=ONE_NODE) is None, "no probe between the nodes"
     assert across_nodes(two_node_run(processes=6)) is None, "no cell of 3 processes side by side"
     pipeline = two_node_run().model_copy(update={"strategy": "pipeline"})
-    assert across_nodes(pipeline) is None, "not a data-parallel strategy"
+    assert across_nodes(pipeline) is None, "a pipeline whose stages were not timed (no distributed engine)"
+    single_cpu = PROBE.model_copy(update={"collectives": {}})  # within the node: nothing fitted
+    hybrid = two_node_run(processes=4, strategy="fsdp", strategy_details=HYBRID_4)
+    assert across_nodes(hybrid, probe=single_cpu) is None, "shards within a node, and no link measured there"
+    assert across_nodes(pipeline_run(4), probe=single_cpu) is None, "a boundary within a node, no link there"
+
+
+HYBRID_4 = {"sharding": "hybrid", "mesh": [2, 2], "sharded_blocks": 3}
+
+
+def pipeline_run(processes: int) -> RunRecord:
+    """The distributed pipeline over two nodes: a stage a process, 4 micro-batches, 1 MB across each boundary."""
+    details = {
+        "engine": "distributed",
+        "stage_seconds": [0.01 * (stage + 1) for stage in range(processes)],
+        "boundary_bytes": [1_000_000] * (processes - 1),
+        "micro_batches": 4,
+    }
+    return two_node_run(processes=processes, strategy="pipeline", replicas=1, strategy_details=details)
+
+
+def test_a_distributed_pipeline_over_two_nodes_sends_what_crosses_between_them_over_the_network():
+    """Four stages, two a node: the middle boundary joins the nodes and crosses the network probe's fit (its send/recv
+    falls back to its all-reduce's), the other two stay within a node over node 0's probe; the stages take the seconds
+    the run timed, plus single's input and optimizer."""
+    check = across_nodes(pipeline_run(4))
+    assert check is not None and check.cell == "pipeline across 2 nodes (the train run)" and check.devices == 4
+    within, network = (Link(1e-4, 1e-9), Link(1e-3, 1e-8))
+    transfers = [2 * collective_seconds(link, "send_recv", 1_000_000, 2) for link in (within, network, within)]
+    bound = pipeline_step([0.01, 0.02, 0.03, 0.04], 4, transfers)
+    single = summarize_cells(entries()).cells["single"]
+    assert isinstance(single, CellFigures)
+    parts = single.time_split_s
+    assert check.predicted_step_s == pytest.approx(bound.step_s + parts["input"] + parts["optimizer"])
+    two = across_nodes(pipeline_run(2))
+    assert two is not None and two.predicted_exposed_communication_s == pytest.approx(
+        pipeline_step(
+            [0.01, 0.02], 4, [2 * collective_seconds(network, "send_recv", 1_000_000, 2)]
+        ).exposed_communication_s
+    ), "one stage a node: its one boundary crosses the network"
+
+
+def test_fsdp_hybrid_over_two_nodes_shards_within_each_and_all_reduces_its_shard_across_them():
+    """HSDP over 2 nodes of 2 processes (a mesh of 2 x 2): a replica computes the ceiling's step at half its share, its
+    two all-gathers and reduce-scatter cross node 0's probe between its 2 ranks, and each of its 3 blocks all-reduces
+    half the gradients (4 MB in all) between the 2 nodes over the network probe's fit."""
+    check = across_nodes(two_node_run(processes=4, strategy="fsdp", strategy_details=HYBRID_4))
+    ceiling = summarize_cells(entries()).cells["ceiling"]
+    assert check is not None and isinstance(ceiling, CellFigures)
+    assert check.cell == "fsdp hybrid across 2 nodes (the train run)"
+    parts = ceiling.time_split_s
+    compute = ceiling.step_time_s.median - 0.5 * (parts["input"] + parts["compute"])
+    within, network = (Link(1e-4, 1e-9), Link(1e-3, 1e-8))
+    inside = 2 * collective_seconds(within, "all_gather", 4_000_000, 2)
+    inside += collective_seconds(within, "reduce_scatter", 4_000_000, 2)
+    between = collective_seconds(network, "all_reduce", 2_000_000, 2) + 2 * 2 * network.latency_s
+    assert check.predicted_step_s == pytest.approx(compute + inside + between)
+    one_each = across_nodes(
+        two_node_run(strategy="fsdp", strategy_details={"sharding": "hybrid", "mesh": [2, 1], "sharded_blocks": 3}),
+        probe=ONE_NODE,
+    )
+    assert one_each is not None, "one process a node: no link within a node is needed"
 
 
 def test_each_collective_crosses_the_probe_s_own_fit_or_the_all_reduce_s():

@@ -25,6 +25,7 @@ import yaml
 from parabench.data.idx import write_idx
 from parabench.engine.cells import read_cell_runs
 from parabench.paths import results_file
+from parabench.prediction import pipeline_step
 from parabench.report.benchmark import write_benchmark
 from parabench.runtime.failures import STOP_GRACE_S
 from tests.conftest import PROJECT_ROOT, python_path
@@ -273,13 +274,12 @@ def test_two_nodes_on_loopback_train_to_the_parameters_of_one_node_with_two_proc
     assert_same_parameters(parameters(project), uninterrupted)
 
 
-def test_two_nodes_on_loopback_check_the_prediction_across_them_against_the_train_run(two_nodes, monkeypatch):
-    """The probe between the nodes (node 1 joining it), then the benchmark's single on node 0 alone; the predict
-    stage checks the train run over both nodes against single's compute at half its batch and the ring all-reduce of
-    the model's gradients over the probe between them. Both nodes are this host, and with one device a node the
-    benchmark ran no ceiling of two copies: the row says both. How near the prediction comes is reported
-    (docs/prediction.md), not asserted: a timed test would be a coin toss."""
-    project, record = two_nodes
+@pytest.fixture(scope="module")
+def node_0_measured(two_nodes: tuple[Path, dict[str, Any]]) -> Path:
+    """In the ddp project: the probe between the nodes (node 1 joining it), then the benchmark's single on node 0
+    alone, summarised as speedup@ writes it (without evaluation and reference). What the predict stage reads beside a
+    train run; the other two-node runs below take these files as theirs (the same workload, scale and machine)."""
+    project, _ = two_nodes
     params = yaml.safe_load((project / "params.yaml").read_text())
     params["benchmark"].update(strategies=["single"], rounds=2, max_rounds=2, warmup_steps=2, timed_steps=4)
     params["predict"]["probe_max_bytes"] = 4096
@@ -289,26 +289,59 @@ def test_two_nodes_on_loopback_check_the_prediction_across_them_against_the_trai
     assert status_0 == 0 and status_1 == 0, f"node 0:\n{output_0}\nnode 1:\n{output_1}"
     status, output = finished(stage(project, "benchmark.py", "fashion_mnist"))
     assert status == 0, output
-    monkeypatch.chdir(project)  # the benchmark's summary, as speedup@ writes it (without evaluation and reference)
-    write_benchmark("fashion_mnist", read_cell_runs(results_file("benchmark_cells", "fashion_mnist")), {}, 0.05)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(project)
+        write_benchmark("fashion_mnist", read_cell_runs(results_file("benchmark_cells", "fashion_mnist")), {}, 0.05)
+    return project
+
+
+NODE_0_RESULTS = ("results/probe.json", "results/probe_network.json", "results/benchmark/fashion_mnist.json")
+ALONE = "single's compute, alone there: no ceiling of 2 copies ran"  # one device a node: the benchmark has none
+
+
+def predicted_across(project: Path, measured: Path, label: str) -> dict[str, Any]:
+    """The predict stage in `project` (its train run over two nodes, one process each), on node 0's probe and
+    benchmark from `measured`; the check it wrote for the train run, labelled `label`, against the run's median step.
+    How near the prediction comes is printed (docs/prediction.md), not asserted: a timed test would be a coin toss."""
+    if project != measured:
+        for name in NODE_0_RESULTS:
+            (project / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(measured / name, project / name)
     status, output = finished(stage(project, "predict.py", "fashion_mnist"))
     assert status == 0, output
     prediction = json.loads((project / "results/prediction/fashion_mnist.json").read_text())
     checks = {check["cell"]: check for check in prediction["checks"]}
-    alone = "single's compute, alone there: no ceiling of 2 copies ran"  # one device a node: the benchmark has none
-    across = checks[f"ddp across 2 nodes on one host (the train run; {alone})"]
-    assert across["measured_step_s"] == record["step_time_s"]["median"] and across["devices"] == 2
-    network = json.loads((project / "results/probe_network.json").read_text())["collectives"]["all_reduce"]
-    assert 0 < network["latency_s"] < across["predicted_exposed_communication_s"] < across["predicted_step_s"]
-    assert across["error"] == pytest.approx(across["predicted_step_s"] / across["measured_step_s"] - 1)
-    print(
-        f"ddp over 2 loopback nodes: predicted {across['predicted_step_s']:.4f} s, measured "
-        f"{across['measured_step_s']:.4f} s ({across['error']:+.0%})"
-    )
+    assert label in checks, sorted(checks)
+    check: dict[str, Any] = checks[label]
+    record = json.loads((project / "results/train/fashion_mnist.json").read_text())
+    assert check["measured_step_s"] == record["step_time_s"]["median"] and check["devices"] == 2
+    assert check["error"] == pytest.approx(check["predicted_step_s"] / check["measured_step_s"] - 1)
+    predicted, measured_s = check["predicted_step_s"], check["measured_step_s"]
+    print(f"{label}: predicted {predicted:.4f} s, measured {measured_s:.4f} s ({check['error']:+.0%})")
+    return check
 
 
-def test_the_distributed_pipeline_over_two_nodes_runs_one_stage_per_process(tmp_path, prepared):
-    """One process per node, one stage per process: the model is cut in two across the nodes (global rank = stage)."""
+def network_fit(measured: Path, collective: str) -> dict[str, Any]:
+    """The probe between the nodes: its fit to `collective`."""
+    fits: dict[str, Any] = json.loads((measured / "results/probe_network.json").read_text())["collectives"]
+    return fits[collective]
+
+
+def test_two_nodes_on_loopback_check_the_prediction_across_them_against_the_train_run(two_nodes, node_0_measured):
+    """The ddp train run over both nodes, checked against single's compute at half its batch and the ring all-reduce
+    of the model's gradients over the probe between them. Both nodes are this host, and with one device a node the
+    benchmark ran no ceiling of two copies: the row says both."""
+    project, _ = two_nodes
+    across = predicted_across(project, node_0_measured, f"ddp across 2 nodes on one host (the train run; {ALONE})")
+    all_reduce = network_fit(node_0_measured, "all_reduce")
+    assert 0 < all_reduce["latency_s"] < across["predicted_exposed_communication_s"] < across["predicted_step_s"]
+
+
+def test_the_distributed_pipeline_over_two_nodes_runs_one_stage_per_process_and_is_checked(
+    tmp_path, prepared, node_0_measured
+):
+    """One process per node, one stage per process: the model is cut in two across the nodes (global rank = stage).
+    The predict stage checks the run from its stages' own seconds, its one boundary crossing the network."""
     project = make_project(
         tmp_path / "two-node-pipeline", prepared=prepared, nodes=2, strategy="pipeline", engine="distributed"
     )
@@ -316,14 +349,23 @@ def test_the_distributed_pipeline_over_two_nodes_runs_one_stage_per_process(tmp_
     assert (record["environment"]["nodes"], record["processes"], record["devices"]) == (2, 2, 2)
     details = record["strategy_details"]
     assert (details["engine"], details["stages"], len(details["cut"])) == ("distributed", 2, 2)
+    assert details["micro_batches"] == 4 and len(details["boundary_bytes"]) == 1
     assert 0 <= record["final_epoch"]["test_acc"] <= 1 and len(parameters(project)) > 0
+    across = predicted_across(project, node_0_measured, "pipeline across 2 nodes on one host (the train run)")
+    send_recv = network_fit(node_0_measured, "send_recv")
+    transfer = 2 * (send_recv["latency_s"] + details["boundary_bytes"][0] / send_recv["bandwidth_bytes_per_s"])
+    schedule = pipeline_step(details["stage_seconds"], details["micro_batches"], [transfer])
+    assert across["predicted_exposed_communication_s"] == pytest.approx(schedule.exposed_communication_s), (
+        "the bubble, and the boundary's activation and gradient over the network in the fill and the drain"
+    )
 
 
 def test_fsdp_hybrid_over_two_nodes_replicates_across_them_and_trains_to_ddp_s_parameters(
-    tmp_path, uninterrupted, prepared
+    tmp_path, uninterrupted, prepared, node_0_measured
 ):
     """HSDP over (2 nodes, 1 device each): a shard within a node of one device is the whole model, so each node holds
-    a replica and the gradients are averaged across the nodes, as ddp's on one node with two processes are."""
+    a replica and the gradients are averaged across the nodes, as ddp's on one node with two processes are. The
+    predict stage checks it: each block's gradients all-reduced across the nodes over the probe between them."""
     project = make_project(tmp_path / "hybrid", prepared=prepared, nodes=2, strategy="fsdp", sharding="hybrid")
     record = train_on_two_nodes(project)
     details = record["strategy_details"]
@@ -331,6 +373,10 @@ def test_fsdp_hybrid_over_two_nodes_replicates_across_them_and_trains_to_ddp_s_p
         "(replicas across the nodes, shards within one): full sharding over both ranks would train alike"
     )
     assert_same_parameters(parameters(project), uninterrupted)
+    label = f"fsdp hybrid across 2 nodes on one host (the train run; {ALONE})"
+    across = predicted_across(project, node_0_measured, label)
+    latencies = details["sharded_blocks"] * 2 * network_fit(node_0_measured, "all_reduce")["latency_s"]
+    assert latencies <= across["predicted_exposed_communication_s"], "an all-reduce a block, two latencies each"
 
 
 def test_a_node_that_does_not_come_is_named_after_the_join_timeout(tmp_path, prepared):

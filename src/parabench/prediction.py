@@ -41,6 +41,7 @@ class Links:
     shard_unit_s: float = 0.0  # what fully sharding one more block adds to a step, its bytes aside; unknown: free
     send_recv: Link | None = None  # one message between two ranks (a cut model's activations); unknown: all_reduce's
     cpu_share: float = 1.0  # of an all-reduce's time, what its rank keeps a CPU busy (the rest waits); unknown: all
+    replicate_unit_s: float = 0.0  # what FSDP replicating one more block adds, its bytes aside; unknown: free
 
     @classmethod
     def alike(cls, link: Link) -> "Links":
@@ -195,20 +196,38 @@ def data_parallel_step(
     return StepPrediction(compute_s, broadcast + sum(each) - hidden)
 
 
-def sharded_step(
-    compute_s: float, parameter_bytes: float, links: Links, ranks: int, gathers_per_step: int, units: int
+def fsdp_step(
+    compute_s: float,
+    parameter_bytes: float,
+    within: Links,
+    across: Links,
+    replicas: int,
+    shards: int,
+    gathers_per_step: int,
+    units: int,
 ) -> StepPrediction:
-    """fsdp: every parameter all-gathered for forward and (full sharding, resharded after forward) again for backward
-    (`gathers_per_step` 2; grad_op keeps them gathered: 1), every gradient reduce-scattered, none of it hidden (an
-    upper bound where prefetching overlaps it); each of its `units` sharded blocks' fixed cost (the links'
-    shard_unit_s: hooks, collectives of a few bytes, bookkeeping); and the copies around the collectives, at the links'
-    copy bandwidth: each all-gather copies the local shard in and the whole parameters out, the reduce-scatter the
-    whole gradients in and the shard out ((gathers + 1) x (1 + 1/n) times the parameters' bytes: 3 + 3/n for full
-    sharding)."""
-    gathers = gathers_per_step * collective_seconds(links.all_gather, "all_gather", parameter_bytes, ranks)
-    scatter = collective_seconds(links.reduce_scatter, "reduce_scatter", parameter_bytes, ranks)
-    copies = (gathers_per_step + 1) * (1 + 1 / ranks) * parameter_bytes / links.copy_bytes_per_s
-    return StepPrediction(compute_s + copies, gathers + scatter + units * links.shard_unit_s)
+    """fsdp over a mesh of `replicas` x `shards` ranks (FSDP2's: full and grad_op shard over every rank, one replica;
+    none makes every rank a replica of shards of one; hybrid shards within a node and replicates across the nodes).
+    Within a replica every parameter is all-gathered for forward and (resharded after forward: `gathers_per_step` 2;
+    grad_op keeps them: 1) again for backward, and every gradient reduce-scattered, over its `shards` ranks
+    (`within`'s fits); then each of the `units` sharded blocks all-reduces its gradients' shard across the `replicas`
+    (`across`'s all-reduce, one call a block). None of it is hidden (an upper bound where prefetching overlaps it).
+    Each block also has a fixed cost beyond its bytes, as the probe timed it on tiny blocks: `within`'s shard_unit_s
+    where there are several shards, `across`'s replicate_unit_s where there are several replicas (each holds the
+    block's hooks: both together count them twice, an upper bound). And the copies around the collectives, at
+    `within`'s copy bandwidth: each all-gather copies the local shard in and the whole parameters out, the
+    reduce-scatter the whole gradients in and the shard out: (gathers + 1) x (1 + 1/shards) times the parameters'
+    bytes, 3 + 3/n for full sharding over n ranks and 6 for shards of one."""
+    gathers = gathers_per_step * collective_seconds(within.all_gather, "all_gather", parameter_bytes, shards)
+    scatter = collective_seconds(within.reduce_scatter, "reduce_scatter", parameter_bytes, shards)
+    replicated = 0.0
+    if replicas > 1:
+        calls_beyond_one = max(units, 1) - 1
+        replicated = collective_seconds(across.all_reduce, "all_reduce", parameter_bytes / shards, replicas)
+        replicated += calls_beyond_one * ring_steps("all_reduce", replicas)[0] * across.all_reduce.latency_s
+    fixed = units * (within.shard_unit_s * (shards > 1) + across.replicate_unit_s * (replicas > 1))
+    copies = (gathers_per_step + 1) * (1 + 1 / shards) * parameter_bytes / within.copy_bytes_per_s
+    return StepPrediction(compute_s + copies, gathers + scatter + replicated + fixed)
 
 
 def replicated_step(

@@ -441,6 +441,10 @@ class Probed(Record):
     )
     copy_bytes_per_s: float = Field(description="a copy within one device's memory while every rank copies")
     shard_unit_s: float = Field(description="what fully sharding one more block adds to a step, its bytes aside")
+    replicate_unit_s: float = Field(
+        description="what one more block replicated by FSDP (every rank a replica, its gradients all-reduced) adds "
+        "to a step, its bytes aside"
+    )
     environment: dict[str, Any] = Field(description="the machine it ran on")
 
 

@@ -1,8 +1,8 @@
 """The collective probe: all-reduce, all-gather, reduce-scatter and send/recv timed over message sizes from a few
 bytes up to `predict.probe_max_bytes`, on the backend and devices the data-parallel runs use, with latency and
 bandwidth fitted per collective (prediction.fit_link) and algbw and busbw per size, as nccl-tests reports them; the
-bandwidth of a copy within a device's memory at the largest size (what bucketing gradients costs); and what fully
-sharding one more block adds to a step, its bytes aside (FSDP's fixed cost per block).
+bandwidth of a copy within a device's memory at the largest size (what bucketing gradients costs); and what FSDP
+adds to a step for one more block, its bytes aside (its fixed cost per block), sharded and replicated.
 
     python -m parabench.engine.probe MACHINE.json LARGEST_BYTES OUT.json ACROSS   (under torchrun: one rank per
                                     device, or one per node; probe_links and probe_network start them)
@@ -144,10 +144,12 @@ def copy_bandwidth(size_bytes: int, process: Process) -> float:
     return size_bytes / timed_seconds(lambda: target.copy_(source), process)
 
 
-def shard_unit_seconds(process: Process) -> float:
-    """What fully sharding one more block (FSDP2's fully_shard) adds to a forward and backward, its bytes aside: a
-    model of SHARDED_UNITS linear blocks of 20 parameters each, timed sharded block by block and plain, the difference
-    per block (its hooks, its two all-gathers and reduce-scatter of a few bytes, and their bookkeeping)."""
+def fsdp_unit_seconds(process: Process, replicated: bool) -> float:
+    """What FSDP2 (fully_shard) adds to a forward and backward for one more block, its bytes aside: a model of
+    SHARDED_UNITS linear blocks of 20 parameters each, timed under FSDP block by block and plain, the difference per
+    block (its hooks and the bookkeeping and latency of its collectives of a few bytes). Sharded over every rank (two
+    all-gathers and a reduce-scatter a block), or `replicated`: every rank a replica (a mesh of ranks x 1, as
+    sharding none, and hybrid's replicas across the nodes: an all-reduce a block)."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
 
@@ -155,18 +157,21 @@ def shard_unit_seconds(process: Process) -> float:
         torch.manual_seed(0)
         return nn.Sequential(*(nn.Linear(4, 4) for _ in range(SHARDED_UNITS))).to(process.device)
 
-    plain, sharded = blocks(), blocks()
-    mesh = init_device_mesh(process.device.type, (process.world_size,))
-    for block in sharded:
+    plain, under_fsdp = blocks(), blocks()
+    if replicated:
+        mesh = init_device_mesh(process.device.type, (process.world_size, 1), mesh_dim_names=("replicate", "shard"))
+    else:
+        mesh = init_device_mesh(process.device.type, (process.world_size,))
+    for block in under_fsdp:
         fully_shard(block, mesh=mesh)
-    fully_shard(sharded, mesh=mesh)
+    fully_shard(under_fsdp, mesh=mesh)
     inputs = torch.randn(2, 4, device=process.device)
 
     def step(model: nn.Module) -> Callable[[], object]:
         return lambda: model(inputs).sum().backward()
 
-    sharded_s, plain_s = timed_seconds(step(sharded), process), timed_seconds(step(plain), process)
-    return max(0.0, (sharded_s - plain_s) / SHARDED_UNITS)
+    fsdp_s, plain_s = timed_seconds(step(under_fsdp), process), timed_seconds(step(plain), process)
+    return max(0.0, (fsdp_s - plain_s) / SHARDED_UNITS)
 
 
 def probe(machine: Machine, largest_bytes: int, out: Path, across: Across) -> None:
@@ -176,7 +181,7 @@ def probe(machine: Machine, largest_bytes: int, out: Path, across: Across) -> No
     sizes = probe_sizes(largest_bytes)
     collectives = {collective: probe_collective(collective, sizes, process) for collective in COLLECTIVES}
     copy_bytes_per_s = copy_bandwidth(sizes[-1], process)
-    shard_unit_s = shard_unit_seconds(process)
+    shard_unit_s, replicate_unit_s = (fsdp_unit_seconds(process, replicated) for replicated in (False, True))
     if process.is_main:
         probed = Probed(
             across=across,
@@ -188,6 +193,7 @@ def probe(machine: Machine, largest_bytes: int, out: Path, across: Across) -> No
             collectives=collectives,
             copy_bytes_per_s=copy_bytes_per_s,
             shard_unit_s=shard_unit_s,
+            replicate_unit_s=replicate_unit_s,
             environment=machine_identity(),
         )
         write_json(out, probed.model_dump(mode="json"))

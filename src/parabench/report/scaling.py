@@ -10,17 +10,20 @@ fitted to its all-reduce, and the copies of every gradient into its bucket and b
 ddp also broadcasts the model's buffers from rank 0 before each forward, over the probe's send/recv fit. ddp hides
 its buckets but the last behind the rest of the backward pass: wholly on devices of their own, and on one CPU only
 while they wait (1 - the probe's cpu_share: the rest takes the cores the backward needs).
-fsdp adds two all-gathers of the parameters and a reduce-scatter of the gradients, each over the probe's fit to that
-collective, and the copies in and out around them. dp (CUDA only: it never runs on a CPU) adds a broadcast of the
-parameters from the first device and a reduce of the gradients onto it, and the scatter of the inputs, the gather of
-the outputs and the scatter of their gradients (a unit's bytes as single's step measured them), all exposed. A
+fsdp, over the mesh its cell recorded, adds within each replica two all-gathers of the parameters and a
+reduce-scatter of the gradients over its shards, then an all-reduce of each block's gradient shard across its replicas
+(sharding none: every rank a replica), each over the probe's fit to that collective, the copies in and out around
+them, and each block's fixed cost as the probe timed it, sharded or replicated. dp (CUDA only: it never runs on a
+CPU) adds a broadcast of the parameters from the first device and a reduce of the gradients onto it, and the scatter
+of the inputs, the gather of the outputs and the scatter of their gradients (a unit's bytes as single's step measured
+them), all exposed. A
 distributed pipeline takes its schedule's bound over its stages' forward and backward seconds, timed one by one on
 one device (its `stage_seconds`), and each boundary's activation and gradient over the probe's send/recv fit, plus
 single's input and optimizer; model_parallel is that pipeline with one micro-batch, its stages one after another,
 which together are single's forward and backward (taken from single, in the stages' timed shares; on a CPU, one
 process on virtual devices: nothing is sent). Each is compared with the cell's own median step.
-The benchmark times node 0 alone; over several nodes the train run is checked too, over the probe between the nodes
-(checked_across_nodes).
+The benchmark times node 0 alone; over several nodes the train run is checked too (ddp, allreduce, fsdp and the
+distributed pipeline), over the probe between the nodes (checked_across_nodes).
 
 The extension. At N devices of their own, under the workload's scaling rule: strong (single's global batch shared),
 one replica computes 1/N of single's step (dp: 1/N of its forward and backward, its input and optimizer whole on the
@@ -33,6 +36,7 @@ measured (another link kind, or devices of their own where this machine's were v
 """
 
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import accumulate, combinations
 from typing import Any
@@ -49,10 +53,10 @@ from parabench.prediction import (
     Links,
     StepPrediction,
     data_parallel_step,
+    fsdp_step,
     pipeline_step,
     relative_error,
     replicated_step,
-    sharded_step,
 )
 from parabench.records import (
     Bottleneck,
@@ -81,7 +85,7 @@ NOISE_MULTIPLE = 3  # a cell's noise: its median's standard error, the 95% inter
 PREDICTED = ("dp", "ddp", "allreduce", "fsdp", "pipeline", "model_parallel")
 ONE_PROCESS = ("dp",)  # one process drives every device: never beyond one node
 STAGED = ("pipeline", "model_parallel")  # a cut model: predicted from its stages' seconds
-ACROSS_NODES = ("ddp", "allreduce", "fsdp")  # a train run over several nodes checked (fsdp's hybrid sharding aside)
+ACROSS_NODES = ("ddp", "allreduce", "fsdp", "pipeline")  # a train run over several nodes checked
 
 
 def measured_links(probe: Probe) -> Links | None:
@@ -97,16 +101,15 @@ def measured_links(probe: Probe) -> Links | None:
         measured = fitted.get(collective, fitted["all_reduce"])
         return Link(measured.latency_s, 1 / measured.bandwidth_bytes_per_s)
 
-    copies = probe.copy_bytes_per_s or float("inf")
-    busy = fitted["all_reduce"].cpu_share if probe.device == "cpu" else 1.0
     return Links(
         link("all_reduce"),
         link("all_gather"),
         link("reduce_scatter"),
-        copies,
-        probe.shard_unit_s,
-        link("send_recv"),
-        busy,
+        copy_bytes_per_s=probe.copy_bytes_per_s or float("inf"),
+        shard_unit_s=probe.shard_unit_s,
+        send_recv=link("send_recv"),
+        cpu_share=fitted["all_reduce"].cpu_share if probe.device == "cpu" else 1.0,
+        replicate_unit_s=probe.replicate_unit_s,
     )
 
 
@@ -188,6 +191,13 @@ class ModelSizes:
         return sum(self.gradient_bytes)
 
 
+def fsdp_mesh(details: Mapping[str, Any], devices: int) -> tuple[int, int]:
+    """fsdp's replicas and shards as its run recorded its mesh (one dimension: one replica sharded over every rank; two:
+    FSDP2's replicate x shard), or full sharding over `devices` where none was recorded (at more devices)."""
+    mesh = list(details.get("mesh", [devices]))
+    return (1, mesh[0]) if len(mesh) == 1 else (mesh[0], mesh[1])
+
+
 def strategy_step(
     strategy: str,
     compute_s: float,
@@ -196,21 +206,25 @@ def strategy_step(
     links: Links,
     devices: int,
     own_devices: bool,
-    sharding: str = "full",
-    sharded_blocks: int = 0,
+    details: Mapping[str, Any] | None = None,
     batch_bytes: float = 0.0,
+    across: Links | None = None,
 ) -> StepPrediction:
     """The predicted step of a data-parallel or sharded strategy over `devices` replicas computing `compute_s` each:
-    ddp over DDP's buckets with its buffers broadcast before each forward, allreduce over its own buckets; fsdp by its
-    `sharding` (none: all-reduced block by block as ddp's buckets; hybrid as full, within a node) over its
-    `sharded_blocks`; dp by its broadcast of the parameters and reduce of the gradients through the first device, and
-    the scatter and gather of `batch_bytes` (scattered_bytes) there."""
+    ddp over DDP's buckets with its buffers broadcast before each forward, allreduce over its own buckets; fsdp over
+    the mesh and sharding its `details` recorded (fsdp_mesh; full by default) and its `sharded_blocks`, its shards'
+    collectives over `links` and its replicas' all-reduce over `across` (the links between the nodes, where its
+    replicas span them; else `links`); dp by its broadcast of the parameters and reduce of the gradients through the
+    first device, and the scatter and gather of `batch_bytes` (scattered_bytes) there."""
+    details = details or {}
     gradient_bytes = sizes.total_gradient_bytes
     if strategy == "dp":
         return replicated_step(compute_s, gradient_bytes, batch_bytes, links.all_reduce, devices)
-    if strategy == "fsdp" and sharding != "none":
-        gathers = 1 if sharding == "grad_op" else 2
-        return sharded_step(compute_s, gradient_bytes, links, devices, gathers, sharded_blocks)
+    if strategy == "fsdp":
+        replicas, shards = fsdp_mesh(details, devices)
+        gathers = 1 if details.get("sharding") == "grad_op" else 2
+        units = int(details.get("sharded_blocks", 0))
+        return fsdp_step(compute_s, gradient_bytes, links, across or links, replicas, shards, gathers, units)
     hideable = 0.0 if strategy == "allreduce" else 1.0 if own_devices else 1 - links.cpu_share
     backward_s = BACKWARD_SHARE * forward_backward_s
     bucketed = allreduce_buckets if strategy == "allreduce" else ddp_buckets
@@ -279,7 +293,15 @@ def pipelined(
     if model_parallel:
         whole, timed = forward_backward_s(single), sum(stage_seconds)
         stage_seconds = [whole * seconds / timed for seconds in stage_seconds]
-    step = pipeline_step(stage_seconds, details.get("micro_batches", 1) if distributed else 1, transfers)
+    return staged_step(stage_seconds, details.get("micro_batches", 1) if distributed else 1, transfers, single)
+
+
+def staged_step(
+    stage_seconds: list[float], micro_batches: int, transfers: list[float], single: CellFigures
+) -> StepPrediction:
+    """A cut model's step: its schedule's bound over `stage_seconds` and the `transfers` between them (pipeline_step),
+    plus single's input and optimizer."""
+    step = pipeline_step(stage_seconds, micro_batches, transfers)
     parts = single.time_split_s
     return StepPrediction(step.compute_s + parts["input"] + parts["optimizer"], step.exposed_communication_s)
 
@@ -302,7 +324,6 @@ def checked_cells(cells: dict[str, Cell], links: Links | None) -> list[Predictio
             replica, forward_backward = ceiling.step_time_s.median, forward_backward_s(ceiling)
             own_devices = not figures.devices_virtual
             devices = figures.devices
-            details = figures.strategy_details
             predicted = strategy_step(
                 label,
                 replica,
@@ -311,63 +332,102 @@ def checked_cells(cells: dict[str, Cell], links: Links | None) -> list[Predictio
                 links,
                 devices,
                 own_devices,
-                details.get("sharding", "full"),
-                details.get("sharded_blocks", 0),
+                figures.strategy_details,
                 scattered_bytes(single, figures.global_batch),
             )
         checks.append(check(label, figures, predicted))
     return checks
 
 
-def checked_across_nodes(train: RunRecord | None, cells: dict[str, Cell], network: Probe) -> PredictionCheck | None:
-    """The train run, where it spanned several nodes under ddp, allreduce or fsdp, predicted against its own median
-    step (warm-up left out, the slowest rank's). One replica computes what node 0's cell of as many processes side by
-    side as shared a host in the run computes (single for one; the ceiling for as many as its copies), its input and
-    forward and backward scaled to the replica's share of the run's global batch (the optimizer's step stays whole);
-    the collectives cross the probe between the nodes, their rings spanning every process. Nodes that were one host
-    (loopback) share its CPU: every process of the run side by side, and ddp hides only what its collectives wait, as
-    on one CPU; where no ceiling of that many copies ran (one device a node), single's compute stands in, alone on
-    the host, and the row says so. None where the run spanned one node, the strategy is not one of these, the probe
-    between the nodes did not run, no cell of the layout ran, or fsdp sharded hybrid (its replicas across the nodes,
-    its shards within each)."""
+def checked_across_nodes(
+    train: RunRecord | None, cells: dict[str, Cell], probe: Probe, network: Probe
+) -> PredictionCheck | None:
+    """The train run, where it spanned several nodes, predicted against its own median step (warm-up left out, the
+    slowest rank's); the links between the nodes are the probe's between them (`network`), those within a node the
+    probe's over node 0's devices (`probe`).
+
+    ddp, allreduce and fsdp: one replica computes what node 0's cell of as many processes side by side as shared a
+    host in the run computes (single for one; the ceiling for as many as its copies), its input and forward and
+    backward scaled to the replica's share of the run's global batch (the optimizer's step stays whole). The
+    collectives cross the network, their rings spanning every process, but for fsdp's hybrid sharding: its shards'
+    collectives stay within a node and its replicas' all-reduce crosses the network (strategy_step). Nodes that were
+    one host (loopback) share its CPU: every process of the run side by side, and ddp hides only what its collectives
+    wait, as on one CPU; where no ceiling of that many copies ran (one device a node), single's compute stands in,
+    alone on the host, and the row says so.
+
+    The distributed pipeline: its stages' seconds as its run timed them (one stage a process, the global rank its
+    stage), each boundary's activation and gradient over the network where the boundary joins two nodes, within a
+    node elsewhere, plus single's input and optimizer.
+
+    None where the run spanned one node, the strategy is none of these, the probe between the nodes did not run (or
+    the one within a node, where a link within one is needed), or no cell of the layout ran."""
     if train is None or train.environment.get("nodes", 1) < 2 or train.strategy not in ACROSS_NODES:
         return None
-    details = train.strategy_details
-    links, single, ceiling = measured_links(network), ran(cells, "single"), ran(cells, "ceiling")
-    if details.get("sharding") == "hybrid" or links is None or single is None:
+    details, single, network_links = train.strategy_details, ran(cells, "single"), measured_links(network)
+    if network_links is None or single is None:
         return None
     nodes, hosts = train.environment["nodes"], train.environment.get("node_hosts", [])
     one_host = len(hosts) == nodes and len(set(hosts)) == 1
-    side_by_side = train.processes if one_host else train.processes // nodes
-    layout = single if side_by_side == 1 else ceiling if ceiling and ceiling.processes == side_by_side else None
-    where, note = f"{nodes} nodes on one host" if one_host else f"{nodes} nodes", ""
-    if layout is None and one_host:
-        layout, note = single, f"; single's compute, alone there: no ceiling of {side_by_side} copies ran"
-    if layout is None:
+    per_node = train.processes // nodes
+    within = measured_links(probe) if per_node > 1 else network_links  # one process a node: its copies alone
+    where = f"{nodes} nodes on one host" if one_host else f"{nodes} nodes"
+    name, note = train.strategy, ""
+    if train.strategy == "pipeline":
+        predicted = pipeline_across_nodes(details, single, within, network_links, per_node)
+    else:
+        hybrid = train.strategy == "fsdp" and details.get("sharding") == "hybrid"
+        if hybrid and within is None:
+            return None
+        if train.strategy == "fsdp":
+            name = f"fsdp {details.get('sharding', 'full')}"
+        ceiling = ran(cells, "ceiling")
+        side_by_side = train.processes if one_host else per_node
+        layout = single if side_by_side == 1 else ceiling if ceiling and ceiling.processes == side_by_side else None
+        if layout is None and one_host:
+            layout, note = single, f"; single's compute, alone there: no ceiling of {side_by_side} copies ran"
+        if layout is None:
+            return None
+        share = (train.global_batch / train.replicas) / (layout.global_batch / layout.processes)
+        forward_backward = forward_backward_s(layout)
+        scaled = forward_backward + layout.time_split_s.get("input", 0.0)
+        predicted = strategy_step(
+            train.strategy,
+            layout.step_time_s.median + (share - 1) * scaled,
+            forward_backward * share,
+            ModelSizes.of(single),
+            within if hybrid and within is not None else network_links,
+            train.processes,
+            not one_host,
+            details,
+            across=network_links,
+        )
+    if predicted is None:
         return None
-    share = (train.global_batch / train.replicas) / (layout.global_batch / layout.processes)
-    forward_backward = forward_backward_s(layout)
-    scaled = forward_backward + layout.time_split_s.get("input", 0.0)
-    predicted = strategy_step(
-        train.strategy,
-        layout.step_time_s.median + (share - 1) * scaled,
-        forward_backward * share,
-        ModelSizes.of(single),
-        links,
-        train.processes,
-        not one_host,
-        details.get("sharding", "full"),
-        details.get("sharded_blocks", 0),
-    )
     _, low, high = median_interval([train.step_durations])
     measured = train.step_time_s.median
     return measured_check(
-        f"{train.strategy} across {where} (the train run{note})",
+        f"{name} across {where} (the train run{note})",
         train.devices,
         measured,
         (high - low) / 2 / measured,
         predicted,
     )
+
+
+def pipeline_across_nodes(
+    details: dict[str, Any], single: CellFigures, within: Links | None, network: Links, per_node: int
+) -> StepPrediction | None:
+    """The distributed pipeline of a train run over several nodes (checked_across_nodes): None for the in-process one
+    (it never spans nodes), a cut without stage times, or a boundary within a node with no link measured there."""
+    if details.get("engine") != "distributed" or not details.get("stage_seconds"):
+        return None
+    transfers = []
+    for boundary, size in enumerate(details.get("boundary_bytes", [])):
+        link = network if boundary // per_node != (boundary + 1) // per_node else within
+        if link is None:
+            return None
+        transfers.append(2 * link.message_seconds(size))
+    return staged_step(list(details["stage_seconds"]), details.get("micro_batches", 1), transfers, single)
 
 
 def order_checks(checks: list[PredictionCheck], cells: dict[str, Cell], floor: float | None) -> list[OrderCheck]:
@@ -484,7 +544,6 @@ def extended(
                     )
                 else:
                     compute = single_step * grown / devices
-                fsdp_blocks = sharded_blocks if strategy == "fsdp" else 0
                 step = strategy_step(
                     strategy,
                     compute,
@@ -493,8 +552,7 @@ def extended(
                     links,
                     devices,
                     True,
-                    "full",
-                    fsdp_blocks,
+                    {"sharded_blocks": sharded_blocks} if strategy == "fsdp" else None,
                     scattered_bytes(single, single.global_batch * grown),
                 )
             speedup = grown * single_step / step.step_s
@@ -591,7 +649,7 @@ def predict(
             probe=probe,
         )
     links = measured_links(probe)
-    across_nodes = checked_across_nodes(train, cells, network)
+    across_nodes = checked_across_nodes(train, cells, probe, network)
     checks = checked_cells(cells, links) + ([across_nodes] if across_nodes else [])
     orders = order_checks(checks, cells, benchmark.noise.floor)
     errors = [abs(check.error) for check in checks]
