@@ -7,7 +7,7 @@ import pytest
 
 from parabench.config import GivenLink, PredictOptions
 from parabench.engine.cells import Cell, CellRuns
-from parabench.prediction import PRESETS, Link, Links, collective_seconds, pipeline_step
+from parabench.prediction import PRESETS, Link, Links, collective_seconds, fsdp_step, pipeline_step
 from parabench.records import (
     CellFigures,
     CellsSummary,
@@ -176,6 +176,42 @@ def test_predictions_at_more_devices_name_their_link_and_are_unvalidated_off_thi
     assert rows["ddp", 4].speedup >= rows["allreduce", 4].speedup, "ddp hides some, allreduce none"
     shown = compact(prediction, OPTIONS)
     assert set(shown) == {"prediction_median_error", "ddp_efficiency_at_64"}
+
+
+def fsdp_cell(details: dict[str, Any]) -> CellRuns:
+    """A benchmark's fsdp cell over 2 processes whose runs recorded `details` (its sharding, mesh and blocks)."""
+    two = cpu_setup(devices=2, batch_shape=(64, 1, 28, 28))
+    runs = [run([0.15] * 3, 2).model_copy(update={"strategy_details": details}) for _ in range(2)]
+    return CellRuns(Cell("fashion_mnist", "fsdp"), tiny_plan("fsdp", two, "benchmark", batch_size=64), runs=runs)
+
+
+def test_fsdp_at_more_devices_keeps_the_sharding_its_cell_ran_and_hybrid_shards_within_a_node():
+    """Hybrid sharding at 64 devices, 8 a node: its mesh is 8 nodes x 8 shards, the all-gathers and the reduce-scatter
+    within a node over the link measured here, each of its 3 blocks all-reducing an eighth of the gradients across
+    the nodes over ethernet25. Within one node (4 devices) hybrid is full sharding; sharding none is a mesh of 4 x 1.
+    Over NVLink within the nodes, hybrid beats full sharding over the network."""
+
+    def rows(details: dict[str, Any], options: PredictOptions = OPTIONS) -> dict[int, float]:
+        summary = summarize_cells([*entries(), fsdp_cell(details)])
+        found = predict(summary, options, "strong", PROBE, ONE_NODE).predictions
+        return {row.devices: row.speedup for row in found if row.strategy == "fsdp"}
+
+    hybrid_details = {"sharding": "hybrid", "mesh": [1, 2], "sharded_blocks": 3}
+    full_details = {"sharding": "full", "mesh": [2], "sharded_blocks": 3}
+    hybrid, full = rows(hybrid_details), rows(full_details)
+    single = summarize_cells(entries()).cells["single"]
+    assert isinstance(single, CellFigures)
+    single_s, measured = single.step_time_s.median, measured_links(PROBE)
+    assert measured is not None
+    ethernet = Links.alike(PRESETS["ethernet25"].link)
+    step = fsdp_step(single_s / 64, 4e6, measured, ethernet, 8, 8, 2, 3)
+    assert hybrid[64] == pytest.approx(single_s / step.step_s)
+    assert hybrid[4] == pytest.approx(full[4]), "one node: hybrid shards over all of it"
+    unsharded = rows({"sharding": "none", "mesh": [2, 1], "sharded_blocks": 3})
+    every_rank_a_replica = fsdp_step(single_s / 4, 4e6, measured, measured, 4, 1, 2, 3)
+    assert unsharded[4] == pytest.approx(single_s / every_rank_a_replica.step_s)
+    nvlink = OPTIONS.model_copy(update={"interconnect": "nvlink4"})
+    assert rows(hybrid_details, nvlink)[64] > rows(full_details, nvlink)[64], "an eighth crosses the network"
 
 
 def test_dp_at_more_devices_scatters_the_bytes_a_unit_of_single_took():

@@ -28,11 +28,13 @@ distributed pipeline), over the probe between the nodes (checked_across_nodes).
 The extension. At N devices of their own, under the workload's scaling rule: strong (single's global batch shared),
 one replica computes 1/N of single's step (dp: 1/N of its forward and backward, its input and optimizer whole on the
 first device, and only within one node, its one process driving every device); weak (each replica a batch as large as
-single's), one replica computes single's whole step, and dp's first device takes in N batches. A cut model (no
-replicas: its batch stays) is cut into N stages as `partition.balance: time` would cut its timed blocks (cut_at). The
-link is the probe's (or predict.interconnect) within a node and predict.network (the probe between the nodes, a
-preset, or numbers params.yaml gives) beyond predict.devices_per_node devices. A prediction that leaves what was
-measured (another link kind, or devices of their own where this machine's were virtual) says so: `validated` is false.
+single's), one replica computes single's whole step, and dp's first device takes in N batches. fsdp keeps the
+sharding its benchmark cell ran, on the mesh the strategy would build (hybrid over several nodes: its shards within a
+node over predict.interconnect, its replicas' all-reduce over predict.network). A cut model (no replicas: its batch
+stays) is cut into N stages as `partition.balance: time` would cut its timed blocks (cut_at). The link is the probe's
+(or predict.interconnect) within a node and predict.network (the probe between the nodes, a preset, or numbers
+params.yaml gives) beyond predict.devices_per_node devices. A prediction that leaves what was measured (another link
+kind, or devices of their own where this machine's were virtual) says so: `validated` is false.
 """
 
 import statistics
@@ -76,6 +78,7 @@ from parabench.records import (
     ran,
 )
 from parabench.stats import NO_DIFFERENCE, Z_95, median_interval, rate_ratio, ratio_verdict
+from parabench.strategies.fsdp import mesh_shape
 from parabench.strategies.partition import split_costs
 from parabench.workloads.contract import Scaling
 
@@ -503,7 +506,7 @@ def checked_sweep_cells(cells: list[SweepCell], links: Links | None) -> list[Pre
 def extended(
     single: CellFigures,
     staged: dict[str, Any],
-    sharded_blocks: int,
+    sharded: dict[str, Any],
     options: PredictOptions,
     scaling: Scaling,
     probe: Probe,
@@ -511,11 +514,11 @@ def extended(
 ) -> list[PredictedScaling]:
     """Each predicted strategy's speedup (its rate over single's) and efficiency at every count of predict.devices,
     on devices of their own, with the share of the step its exposed communication (or bubble) takes and the link it
-    crosses (fsdp over the benchmark's `sharded_blocks`; dp within one node only, its input and optimizer on the
-    first device). Under strong `scaling` the replicas share single's global batch; under weak each computes one as
-    large as single's, so the global batch grows with them (a cut model has no replicas: its batch stays). A cut
-    model is cut as `cut_at` says, at most one stage per block, each boundary sending a micro-batch's activation
-    forward and its gradient back."""
+    crosses (fsdp in the sharding and over the blocks its benchmark cell recorded, `sharded`: at_devices; dp within
+    one node only, its input and optimizer on the first device). Under strong `scaling` the replicas share single's
+    global batch; under weak each computes one as large as single's, so the global batch grows with them (a cut model
+    has no replicas: its batch stays). A cut model is cut as `cut_at` says, at most one stage per block, each boundary
+    sending a micro-batch's activation forward and its gradient back."""
     single_step, forward_backward = single.step_time_s.median, forward_backward_s(single)
     input_s = single.time_split_s.get("input", 0.0)
     sizes = ModelSizes.of(single)
@@ -544,16 +547,20 @@ def extended(
                     )
                 else:
                     compute = single_step * grown / devices
+                within, details, across = links, None, None
+                if strategy == "fsdp":
+                    within, details, across = at_devices(sharded, devices, options, links, probe, network)
                 step = strategy_step(
                     strategy,
                     compute,
                     forward_backward * grown / devices,
                     sizes,
-                    links,
+                    within,
                     devices,
                     True,
-                    {"sharded_blocks": sharded_blocks} if strategy == "fsdp" else None,
+                    details,
                     scattered_bytes(single, single.global_batch * grown),
+                    across,
                 )
             speedup = grown * single_step / step.step_s
             rows.append(
@@ -574,6 +581,23 @@ def extended(
                 )
             )
     return rows
+
+
+def at_devices(
+    sharded: dict[str, Any], devices: int, options: PredictOptions, links: Links, probe: Probe, network: Probe
+) -> tuple[Links, dict[str, Any], Links | None]:
+    """fsdp at `devices` (over `links`, the link they cross), in the sharding its benchmark cell recorded (`sharded`;
+    full where none ran) on as many nodes as predict.devices_per_node makes: its mesh as the strategy builds it, over
+    `links` but for hybrid sharding over several nodes, whose shards' collectives cross the link within a node
+    (predict.interconnect) and whose replicas' all-reduce `links` (the network); the links its shards and its
+    replicas cross."""
+    sharding = sharded.get("sharding", "full")
+    nodes = -(-devices // options.devices_per_node)
+    details = {**sharded, "mesh": list(mesh_shape(sharding, devices, nodes))}
+    if sharding != "hybrid" or nodes == 1:
+        return links, details, None
+    within, _, _ = link_at(options.devices_per_node, options, probe, network)
+    return within, details, links
 
 
 def cut_at(stages: int, staged: dict[str, Any], units: float) -> tuple[list[float], list[float]]:
@@ -654,7 +678,7 @@ def predict(
     orders = order_checks(checks, cells, benchmark.noise.floor)
     errors = [abs(check.error) for check in checks]
     staged = strategy_details(cells, "pipeline") or strategy_details(cells, "model_parallel")
-    sharded_blocks = int(strategy_details(cells, "fsdp").get("sharded_blocks", 0))
+    sharded = strategy_details(cells, "fsdp")
     return PredictionResults(
         links=None
         if links is None
@@ -672,7 +696,7 @@ def predict(
         and statistics.median(errors) <= MEDIAN_GOAL
         and all(order.agrees for order in orders),
         scaling=scaling,
-        predictions=extended(single, staged, sharded_blocks, options, scaling, probe, network),
+        predictions=extended(single, staged, sharded, options, scaling, probe, network),
         bottleneck=bottleneck(single, options, scaling, probe, network),
         probe=probe,
     )
