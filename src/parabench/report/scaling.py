@@ -379,7 +379,8 @@ def checked_across_nodes(
         predicted = pipeline_across_nodes(details, single, within, network_links, per_node)
     else:
         hybrid = train.strategy == "fsdp" and details.get("sharding") == "hybrid"
-        if hybrid and within is None:
+        shard_links = within if hybrid else network_links  # hybrid's shards stay within a node
+        if shard_links is None:
             return None
         if train.strategy == "fsdp":
             name = f"fsdp {details.get('sharding', 'full')}"
@@ -398,7 +399,7 @@ def checked_across_nodes(
             layout.step_time_s.median + (share - 1) * scaled,
             forward_backward * share,
             ModelSizes.of(single),
-            within if hybrid and within is not None else network_links,
+            shard_links,
             train.processes,
             not one_host,
             details,
