@@ -1,8 +1,7 @@
 """torchrun jobs on loopback through the real train stage (ddp, 2 gloo ranks): two nodes joined by torchrun's
 rendezvous (ddp, the distributed pipeline cut across them and fsdp's hybrid sharding, each checked by the predict
-stage), and faults (a killed rank, a hung rank, a restarted
-worker group, a node that is late or holds other data); each bounded in time, each named, and every run's parameters
-equal to an uninterrupted single-node one's."""
+stage), and faults (a killed rank, a hung rank, a restarted worker group, a node that is late or holds other data);
+each bounded in time, each named, and every run's parameters equal to an uninterrupted single-node one's."""
 
 import json
 import os
