@@ -40,8 +40,9 @@ from torch.nn.parallel import DistributedDataParallel
 from parabench.batch import Batch
 from parabench.config import read_raw_params, validate_params, with_overrides
 from parabench.engine.plan import RunPlan, make_plan
+from parabench.engine.timed_cell import endless_batches
 from parabench.engine.timing import StepClock
-from parabench.engine.training import build_trainer, endless_batches, shard_of, steps_per_epoch, train_pass
+from parabench.engine.training import build_trainer, shard_of, steps_per_epoch, train_pass
 from parabench.io import read_json, write_json
 from parabench.runtime.collectives import gather_objects
 from parabench.runtime.process import Process

@@ -34,7 +34,7 @@ from parabench.report.benchmark_figure import draw
 from parabench.report.scaling import predict
 from parabench.report.speedup import details
 from tests import setups
-from tests.test_benchmark_report import entries, run
+from tests.test_benchmark_report import cell_run, entries, turn
 
 MACHINE = {
     "cpu_model": "AMD EPYC 9B14",
@@ -68,13 +68,15 @@ def run_record(strategy: str) -> RunRecord:
 
 def benchmark_results() -> BenchmarkResults:
     """The benchmark of tests.test_benchmark_report's cells (single, ddp, the ceiling, model_parallel; dp skipped), as
-    the speedup stage writes it, with ddp twice single's speed in both rounds (there, 2x and then 1x): the page has a
-    fastest strategy to name."""
+    the speedup stage writes it, with ddp twice single's speed in both turns (there, 2x and then 1x), one step of its
+    second turn disturbed: the page has a fastest strategy to name."""
     cells = entries()
     ddp = cells[1]
-    ddp.runs = [ddp.runs[0], run([0.1, 0.1, 0.1], 2, other=0.3)]
-    stage = StageTime(wall_s=100.0, start_up_s=10.0, timed_steps_s=60.0, jobs_started=2, runs_disturbed=1).shares()
-    return BenchmarkResults(**dict(summarize_cells(cells)), stage=stage, choices={"pretrained": "none"})
+    assert ddp.run is not None
+    ddp.run = cell_run([ddp.run.turns[0], turn([0.1, 0.1], 2), turn([0.3], 2, other=0.5)], allreduce_s=0.02)
+    stage = StageTime(wall_s=100.0, start_up_s=10.0, setup_s=20.0, timed_steps_s=60.0, jobs_started=2, turns=3)
+    stage_shares = stage.shares()
+    return BenchmarkResults(**dict(summarize_cells(cells)), stage=stage_shares, choices={"pretrained": "none"})
 
 
 def write_pipeline_outputs(root: Path) -> None:

@@ -1,44 +1,88 @@
-"""Warm cell jobs: one per process layout, and the A/A control in a job of its own, so that its floor spans two
-processes; whoever waits looks less and less often, so that idle processes do not take cores from a timed cell."""
+"""Cell jobs: one per process layout, the A/A control in a job of its own, so that its floor spans two processes; the
+commands reach a blocked worker without polling; a paused job takes no CPU at all."""
 
+import signal
+import sys
+import threading
+import time
 from types import SimpleNamespace
 
+import psutil
+
 from parabench.engine import cell_jobs
+from parabench.engine.cell_channel import LauncherEnd, WorkerEnd
 from parabench.engine.cell_jobs import CellJobs
+from parabench.runtime.torchrun import WorkerJob
 
 
-def test_cells_of_a_layout_share_its_warm_job_and_the_a_a_control_gets_its_own(monkeypatch, tmp_path):
+def test_cells_of_a_layout_share_its_job_and_the_a_a_control_gets_its_own(monkeypatch, tmp_path):
     started = []
 
     class RecordedJob:
-        def __init__(self, layout, inbox, what):
+        def __init__(self, plan, layout, inbox, what):
             started.append(str(layout))
-            self.number = len(started)
-
-        def measure(self, plan, warmup, steps, count_kept=False):
-            return {"job": self.number}
-
-        def start_up_s(self):
-            return 0.0
-
-        def close(self):
-            pass
 
     monkeypatch.setattr(cell_jobs, "CellJob", RecordedJob)
     plan = SimpleNamespace(distributed=False, processes_per_node=1, threads=2)
-    with CellJobs(tmp_path, "warm", "benchmark@test") as jobs:
-        single = jobs.measure(plan, 1, 4)
-        model_parallel = jobs.measure(plan, 1, 4)
-        control = jobs.measure(plan, 1, 4, apart=True)
-        single_again = jobs.measure(plan, 1, 4)
-    assert single == model_parallel == single_again != control
-    assert started == ["1 plain process x 2 thread(s)", "1 plain process x 2 thread(s), apart"]
+    ranks = SimpleNamespace(distributed=True, processes_per_node=2, threads=1)
+    with CellJobs(tmp_path, "benchmark@test") as jobs:
+        jobs.close = lambda: None
+        single, model_parallel, control = jobs.of(plan), jobs.of(plan), jobs.of(plan, apart=True)
+        ddp, fsdp = jobs.of(ranks), jobs.of(ranks)
+    assert single is model_parallel is not control and ddp is fsdp is not single
+    assert started == [
+        "1 plain process x 2 thread(s)",
+        "1 plain process x 2 thread(s), apart",
+        "2 torchrun rank(s) x 1 thread(s)",
+    ]
 
 
-def test_a_waiter_looks_again_at_doubling_pauses_up_to_the_longest(monkeypatch):
-    pauses, looks = [], iter([False] * 7 + [True])
-    monkeypatch.setattr(cell_jobs.time, "sleep", pauses.append)
-    cell_jobs.wait_until(lambda: next(looks))
-    assert pauses == [0.005, 0.01, 0.02, 0.04, 0.05, 0.05, 0.05]
-    cell_jobs.wait_until(lambda: True)
-    assert len(pauses) == 7, "no pause when it is already done"
+def test_a_command_reaches_every_blocked_rank_and_rank_0_s_answer_comes_back(tmp_path):
+    launcher = LauncherEnd(tmp_path / "inbox", ranks=2)
+    ranks = [WorkerEnd(tmp_path / "inbox", rank) for rank in range(2)]
+    received: list[dict] = []
+
+    def serve(rank: WorkerEnd) -> None:
+        command = rank.next_command()  # blocks in a read until the byte comes
+        received.append(command)
+        if rank.rank == 0:
+            rank.answer({"steps": command["steps"] * 2})
+
+    threads = [threading.Thread(target=serve, args=(rank,)) for rank in ranks]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.05)
+    assert not received, "nothing is read before the command is sent"
+    number = launcher.send({"steps": 3})
+    assert launcher.answer(number, running=lambda: True) == {"steps": 6}
+    for thread in threads:
+        thread.join(timeout=5)
+    assert received == [{"steps": 3}, {"steps": 3}]
+    launcher.close()
+
+
+def test_the_launcher_stops_waiting_once_the_workers_are_gone(tmp_path):
+    launcher = LauncherEnd(tmp_path / "inbox", ranks=1)
+    number = launcher.send({"steps": 1})
+    assert launcher.answer(number, running=lambda: False) is None
+    launcher.close()
+
+
+def test_a_paused_job_takes_no_cpu_until_it_is_resumed(tmp_path):
+    busy = [sys.executable, "-c", "import time\nwhile True: time.sleep(0.001)"]
+    job = WorkerJob(busy, threads=1, what="a waking process", death_signal=signal.SIGKILL)
+    try:
+        process = psutil.Process(job.process.pid)
+        time.sleep(0.3)
+        job.pause()
+        assert process.status() == psutil.STATUS_STOPPED
+        before = sum(process.cpu_times()[:2])
+        time.sleep(0.5)
+        assert sum(process.cpu_times()[:2]) == before, "not one wake-up while paused"
+        job.resume()
+        time.sleep(0.3)
+        assert process.status() != psutil.STATUS_STOPPED and job.running()
+        job.pause()
+    finally:
+        job.close()
+    assert not job.running(), "a paused job is killed all the same"

@@ -91,7 +91,7 @@ def test_an_edit_of_a_sweep_s_values_re_runs_that_sweep_and_the_report_alone():
 def test_an_edit_of_the_strategy_re_runs_training_alone_and_of_the_benchmark_its_timing_alone():
     workloads = load_params().inputs
     assert stages_reading("strategy") == {f"train@{workload}" for workload in workloads}
-    assert stages_reading("benchmark.rounds") == {f"benchmark@{workload}" for workload in workloads}
+    assert stages_reading("benchmark.min_turns") == {f"benchmark@{workload}" for workload in workloads}
     timed_with_it = {f"{kind}@{workload}" for kind in ("train", "benchmark") for workload in workloads}
     assert stages_reading("accumulate") == timed_with_it | {f"sweep@{name}" for name in load_params().sweeps}, (
         "accumulate trains and times with the knob; the reference stays plain"

@@ -51,7 +51,7 @@ def test_the_benchmark_figure_s_texts_do_not_overlap():
         ),
     )  # the real reason, as long as it is
     more = [
-        CellRuns(Cell("fashion_mnist", name), cells[1].plan, runs=cells[1].runs)
+        CellRuns(Cell("fashion_mnist", name), cells[1].plan, run=cells[1].run)
         for name in ("allreduce", "fsdp", "pipeline")
     ]
     results = summarize_cells(cells + more).cells

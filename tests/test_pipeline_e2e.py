@@ -95,7 +95,7 @@ TINY_RESNET50 = {
     "num_classes": 10,
     "num_batches": 1,
 }
-TINY_SWEEP = {"rounds": 1, "max_rounds": 1, "warmup_steps": 0, "timed_steps": 1}
+TINY_SWEEP = {"min_turns": 2, "max_turns": 2, "warmup_steps": 0, "turn_steps": 1}
 DATASETS = ("fashion_mnist", "miniimagenet", "hotdog")  # each has its download and prepare stage
 # The workloads the tiny project runs (params.yaml `inputs`): one scored on a dataset, one synthetic. Every workload's
 # stages are the same foreach entries of dvc.yaml; `make run` runs all four on real data, and each workload's own
@@ -140,8 +140,8 @@ def make_project(tmp_path: Path) -> Path:
         sweep["values"]["tiny"] = [2]
     params["scale"] = "tiny"
     params["inputs"] = {workload: params["inputs"][workload] for workload in WORKLOADS}
-    # single, its A/A control and the ceiling run, dp is skipped on the CPU: every kind of cell, in warm workers
-    params["benchmark"].update(strategies=["single", "dp"], rounds=1, max_rounds=1, warmup_steps=1, timed_steps=2)
+    # single, its A/A control and the ceiling run, dp is skipped on the CPU: every kind of cell, in its layout's job
+    params["benchmark"].update(strategies=["single", "dp"], min_turns=2, max_turns=2, warmup_steps=1, turn_steps=1)
     params["predict"]["probe_max_bytes"] = 4096
     params["data"]["fashion_mnist"]["source"] = str(tmp_path / "fixture-data")
     params["data"]["miniimagenet"]["source"] = str(tmp_path / "fixture-episodes")

@@ -10,21 +10,21 @@ from tests.test_benchmark_report import steady
 
 
 def benchmark(times: dict[str, float], ceiling: float | None = None) -> CellsSummary:
-    """The benchmark's results for cells label -> median step (3 rounds of 8 steps, -+0.25%), with the A/A control
+    """The benchmark's results for cells label -> median step (3 turns of 8 steps, -+0.25%), with the A/A control
     and, when given, a ceiling's median step."""
     two = cpu_setup(devices=2, batch_shape=(64, 1, 28, 28))
     entries = [
         CellRuns(
             Cell("fashion_mnist", label.removesuffix("_control"), control=label.endswith("_control")),
             tiny_plan(label.removesuffix("_control"), two, "benchmark", batch_size=64),
-            runs=steady(seconds, seconds / 400),
+            run=steady(seconds, seconds / 400),
         )
         for label, seconds in times.items()
     ]
     entries.append(CellRuns(Cell("fashion_mnist", "dp"), None, skipped_reason="dp needs CUDA devices: use ddp\n(more)"))
     if ceiling is not None:
         plan = tiny_plan("single", two, "benchmark", batch_size=64).model_copy(update={"copies": 2})
-        entries.append(CellRuns(Cell("fashion_mnist", "single", copies=2), plan, runs=steady(ceiling, ceiling / 400)))
+        entries.append(CellRuns(Cell("fashion_mnist", "single", copies=2), plan, run=steady(ceiling, ceiling / 400)))
     return summarize_cells(entries)
 
 

@@ -43,7 +43,8 @@ def test_the_page_answers_each_seed_with_every_figure_embedded(page: Path):
     assert not re.search(r'(src|href)="(https?:)?//', text), "no request leaves the page"
     assert "The fastest strategy here is ddp" in text and "Sweep split_size: inprocess is fastest at" in text
     assert "dp</b>: needs CUDA; use ddp" in text, "a skipped strategy is named with its reason"
-    assert "in timed steps; 1 run disturbed by other programs, timed again." in text, "where the stage's time went"
+    assert "20% setting the cells up, 60% in timed steps (3 turns)." in text, "where the stage's time went"
+    assert "1 (other programs)" in text, "ddp's disturbed step, left out"
     assert "<td>inprocess</td><td>4</td><td>250 ms</td><td>312 MB</td>" in text, "a sweep's speed and memory"
     assert "0.850 ± 0.007" in text and "+0.000 (95%: -0.004 to +0.004)" in text, "quality with its interval"
     assert "No quality to compare: the data are synthetic" in text

@@ -32,7 +32,7 @@ from parabench.report.scaling import (
     strategy_step,
 )
 from tests.setups import cpu_setup, run_record, tiny_plan
-from tests.test_benchmark_report import entries, run
+from tests.test_benchmark_report import cell_run, entries, turn
 
 ALL_REDUCE = CollectiveFit(status="ran", latency_s=1e-4, bandwidth_bytes_per_s=1e9, cpu_share=1.0, points=[])
 PROBE = Probed(  # copies at no cost, no cost per sharded block: the link alone
@@ -70,16 +70,18 @@ def test_a_data_parallel_cell_is_predicted_from_the_ceiling_and_the_probe_s_all_
 
 
 def test_cells_measured_apart_beyond_the_noise_are_checked_for_the_order_their_predictions_give():
-    """ddp's two rounds ran 0.1 and 0.2 s steps, fsdp's 0.4 and allreduce's 0.6: every pair apart beyond the noise.
+    """ddp's two turns ran 0.1 and 0.2 s steps, fsdp's 0.4 and allreduce's 0.6: every pair apart beyond the noise.
     fsdp's predicted collectives outlast the all-reduce, so it is predicted slower than ddp (as measured) but also
     than allreduce (measured faster); ddp and allreduce share one CPU's cores with the all-reduce, nothing hidden, so
     they are predicted alike (one bucket each, no buffers): no order at all, which does not keep the measured one."""
     two = cpu_setup(devices=2, batch_shape=(64, 1, 28, 28))
     timed = entries() + [
-        CellRuns(Cell("fashion_mnist", strategy), tiny_plan(strategy, two, "benchmark", batch_size=64), runs=rounds)
-        for strategy, rounds in (
-            ("fsdp", [run([0.4] * 3, 2), run([0.4] * 3, 2)]),
-            ("allreduce", [run([0.6] * 3, 2), run([0.6] * 3, 2)]),
+        CellRuns(
+            Cell("fashion_mnist", strategy), tiny_plan(strategy, two, "benchmark", batch_size=64), run=cell_run(turns)
+        )
+        for strategy, turns in (
+            ("fsdp", [turn([0.4] * 3, 2), turn([0.4] * 3, 2)]),
+            ("allreduce", [turn([0.6] * 3, 2), turn([0.6] * 3, 2)]),
         )
     ]
     prediction = predict(summarize_cells(timed), OPTIONS, "strong", PROBE, ONE_NODE)
@@ -148,12 +150,12 @@ def test_on_one_cpu_ddp_hides_the_waits_of_its_early_buckets_the_probe_measured(
 
 
 def test_cells_within_the_noise_of_each_other_have_no_order_to_keep():
-    """fsdp's rounds bracket ddp's (0.1 then 0.2 s against 0.15 and 0.15): their ratio's interval holds 1."""
+    """fsdp's turns bracket ddp's (0.1 then 0.2 s against 0.15 and 0.15): their ratio's interval holds 1."""
     two = cpu_setup(devices=2, batch_shape=(64, 1, 28, 28))
     fsdp = CellRuns(
         Cell("fashion_mnist", "fsdp"),
         tiny_plan("fsdp", two, "benchmark", batch_size=64),
-        runs=[run([0.15] * 3, 2), run([0.15] * 3, 2)],
+        run=cell_run([turn([0.15] * 3, 2), turn([0.15] * 3, 2)]),
     )
     prediction = predict(summarize_cells([*entries(), fsdp]), OPTIONS, "strong", PROBE, ONE_NODE)
     assert {check.cell for check in prediction.checks} == {"ddp", "fsdp"}
@@ -181,8 +183,8 @@ def test_predictions_at_more_devices_name_their_link_and_are_unvalidated_off_thi
 def fsdp_cell(details: dict[str, Any]) -> CellRuns:
     """A benchmark's fsdp cell over 2 processes whose runs recorded `details` (its sharding, mesh and blocks)."""
     two = cpu_setup(devices=2, batch_shape=(64, 1, 28, 28))
-    runs = [run([0.15] * 3, 2).model_copy(update={"strategy_details": details}) for _ in range(2)]
-    return CellRuns(Cell("fashion_mnist", "fsdp"), tiny_plan("fsdp", two, "benchmark", batch_size=64), runs=runs)
+    measured = cell_run([turn([0.15] * 3, 2) for _ in range(2)]).model_copy(update={"strategy_details": details})
+    return CellRuns(Cell("fashion_mnist", "fsdp"), tiny_plan("fsdp", two, "benchmark", batch_size=64), run=measured)
 
 
 def test_fsdp_at_more_devices_keeps_the_sharding_its_cell_ran_and_hybrid_shards_within_a_node():

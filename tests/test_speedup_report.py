@@ -51,17 +51,17 @@ def record(strategy: str, seconds: float, devices: int, contended: bool = False)
 
 
 def benchmark(ddp_seconds: float | None) -> CellsSummary:
-    """single's cell at 1 s a step and ddp's at `ddp_seconds` (skipped where None), each 3 rounds of 8 steps
+    """single's cell at 1 s a step and ddp's at `ddp_seconds` (skipped where None), each 3 turns of 8 steps
     alternating -+1%, summarised with no A/A control and a smallest difference of 2%: the noise floor."""
     two = cpu_setup(devices=2, batch_shape=(64, 1, 28, 28))
     single = tiny_plan("single", two, "benchmark", batch_size=64)
-    entries = [CellRuns(Cell("fashion_mnist", "single"), single, runs=steady(1.0, 0.01))]
+    entries = [CellRuns(Cell("fashion_mnist", "single"), single, run=steady(1.0, 0.01))]
     ddp = Cell("fashion_mnist", "ddp")
     if ddp_seconds is None:
         entries.append(CellRuns(ddp, None, skipped_reason="..."))
     else:
         plan = tiny_plan("ddp", two, "benchmark", batch_size=64)
-        entries.append(CellRuns(ddp, plan, runs=steady(ddp_seconds, ddp_seconds / 100)))
+        entries.append(CellRuns(ddp, plan, run=steady(ddp_seconds, ddp_seconds / 100)))
     return summarize_cells(entries, smallest_difference=0.02)
 
 

@@ -9,8 +9,8 @@ import torch
 
 from parabench.engine.cells import Cell, CellRuns
 from parabench.engine.plan import RunPlan
+from parabench.engine.timed_cell import TimedCell
 from parabench.engine.timing import PHASES
-from parabench.engine.training import measure_cell
 from parabench.records import CellFigures, CellRun
 from parabench.report.benchmark import summarize_cells
 from parabench.runtime.process import Process
@@ -26,11 +26,16 @@ def cell_plan(cell: Cell) -> RunPlan:
 
 
 def measure_rank(rank: int, world_size: int, cell: Cell, out: Path) -> None:
+    """Set the cell up as its job's worker would, time TIMED turns of one step, and write its run (rank 0)."""
     torch.set_num_threads(1)
     process = Process(rank, rank, world_size, torch.device("cpu")) if world_size > 1 else CPU_PROCESS
     plan = cell_plan(cell)
     initial_weights = plan.workload.build_model(plan.settings).state_dict()
-    measure_cell(plan, process, separable_data(), initial_weights, WARMUP, TIMED, out, count_kept=True)
+    timed = TimedCell(plan, process, separable_data(), initial_weights, WARMUP, {"cpu": 0.0})
+    turns = [timed.turn(1) for _ in range(TIMED)]
+    if timed.setup is not None:
+        run = CellRun(**dict(timed.setup), turns=[turn for turn in turns if turn is not None])
+        out.write_text(run.model_dump_json())
 
 
 def measured(cell: Cell, out: Path) -> CellRuns:
@@ -39,7 +44,7 @@ def measured(cell: Cell, out: Path) -> CellRuns:
         run_ranks(plan.processes, measure_rank, cell, out)
     else:
         measure_rank(0, 1, cell, out)
-    return CellRuns(cell, plan, runs=[CellRun.model_validate_json(out.read_text())])
+    return CellRuns(cell, plan, run=CellRun.model_validate_json(out.read_text()))
 
 
 @pytest.mark.slow
@@ -52,13 +57,15 @@ def test_every_cell_s_step_splits_into_parts_that_add_up_to_it(tmp_path):
     ]
     entries = [measured(cell, tmp_path / f"{number}.json") for number, cell in enumerate(cells)]
     for entry in entries:
-        run = entry.runs[0]
-        ranks = run.phase_durations
-        assert len(ranks) == entry.plan.processes and all(len(steps) == TIMED for steps in ranks)
-        for step, duration in enumerate(run.step_durations):
-            assert all(set(ranks[rank][step]) == set(PHASES) for rank in range(len(ranks)))
-            slowest_own = max(sum(ranks[rank][step].values()) for rank in range(len(ranks)))
+        assert entry.run is not None and len(entry.run.turns) == TIMED
+        for turn in entry.run.turns:
+            ranks = turn.phase_durations
+            assert len(ranks) == len(turn.signs) == entry.plan.processes and all(len(steps) == 1 for steps in ranks)
+            (duration,) = turn.step_durations
+            assert all(set(ranks[rank][0]) == set(PHASES) for rank in range(len(ranks)))
+            slowest_own = max(sum(ranks[rank][0].values()) for rank in range(len(ranks)))
             assert slowest_own == pytest.approx(duration, rel=1e-9), "a step's phases add up to it on every rank"
+            assert all(signs[0].cpu_s > 0 for signs in turn.signs), "each rank's CPU time over the step"
     results = summarize_cells(entries).cells
     for label, figures in results.items():
         assert isinstance(figures, CellFigures), label

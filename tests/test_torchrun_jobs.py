@@ -281,7 +281,7 @@ def node_0_measured(two_nodes: tuple[Path, dict[str, Any]]) -> Path:
     train run; the other two-node runs below take these files as theirs (the same workload, scale and machine)."""
     project, _ = two_nodes
     params = yaml.safe_load((project / "params.yaml").read_text())
-    params["benchmark"].update(strategies=["single"], rounds=2, max_rounds=2, warmup_steps=2, timed_steps=4)
+    params["benchmark"].update(strategies=["single"], min_turns=4, max_turns=4, warmup_steps=2, turn_steps=1)
     params["predict"]["probe_max_bytes"] = 4096
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     node_0, node_1 = stage(project, "probe.py"), join(project, node_rank=1, module="parabench.engine.join_probe")

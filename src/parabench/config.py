@@ -4,7 +4,7 @@ import copy
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import yaml
 from pydantic import (
@@ -79,38 +79,26 @@ class PipelineParams(Strict):
         )
 
 
-WorkerMode = Literal["warm", "fresh"]  # how cells get their processes (CellTiming.workers)
-
-
 class CellTiming(Strict):
-    """How cells are timed (the benchmark's and a sweep's): at least `rounds` interleaved rounds of warm-up then timed
-    steps per cell, more (up to `max_rounds`) for a cell whose median step is not yet known within `median_within`
-    (the 95% interval's half-width over the median), in warm workers or fresh ones."""
+    """How cells are timed (the benchmark's and a sweep's): each cell in workers of its own, set up and warmed up once,
+    then every cell takes turns of `turn_steps` steps in rotating order, at least `min_turns`, then more while its
+    speedup over single is not known within `within` (its 95% interval's half-width over it), at most `max_turns`
+    and `max_timed_s` seconds of timed steps in the stage."""
 
-    rounds: Annotated[int, Field(ge=1)]  # each round times every cell once, in rotating order
-    max_rounds: Annotated[int, Field(ge=1)]  # rounds a cell may get while its median is not within `median_within`
-    median_within: Annotated[float, Field(gt=0, lt=1)]  # e.g. 0.03: the median step known within +-3%
-    warmup_steps: Annotated[int, Field(ge=0)]  # steps per run left out of the timing
-    timed_steps: Annotated[int, Field(ge=1)]  # timed steps per run
-    min_timed_s: Annotated[float, Field(ge=0)]  # a run timed for less: the cell's next runs take more steps
-    workers: WorkerMode  # warm: one job per process layout serves every cell; fresh: new processes
-
-    @model_validator(mode="before")
-    @classmethod
-    def _renamed(cls, values: object) -> object:
-        if isinstance(values, dict) and "precision" in values:
-            raise SettingProblem(
-                "precision",
-                "renamed median_within (how closely each cell's median step is known, e.g. 0.03), since the "
-                "top-level `precision` is mixed precision; write median_within",
-            )
-        return values
+    warmup_steps: Annotated[int, Field(ge=0)]  # steps each cell takes once, after its model is built, left out
+    turn_steps: Annotated[int, Field(ge=1)]  # steps a cell takes each time its turn comes
+    min_turns: Annotated[int, Field(ge=2)]  # turns every cell takes
+    max_turns: Annotated[int, Field(ge=2)]  # the most turns, while a speedup is not yet known within `within`
+    within: Annotated[float, Field(gt=0, lt=1)]  # e.g. 0.03: every speedup known within +-3%
+    max_timed_s: Annotated[float, Field(gt=0)]  # the stage's timed steps, all cells together: no more turns beyond
+    min_turn_s: Annotated[float, Field(ge=0)]  # a turn shorter than this (a GPU's steps): more steps a turn
 
     @model_validator(mode="after")
     def _max_not_below_min(self) -> "CellTiming":
-        if self.max_rounds < self.rounds:
+        if self.max_turns < self.min_turns:
             raise ValueError(
-                f"max_rounds {self.max_rounds} is below rounds {self.rounds}: set max_rounds to at least {self.rounds}"
+                f"max_turns {self.max_turns} is below min_turns {self.min_turns}: set max_turns to at least "
+                f"{self.min_turns}"
             )
         return self
 

@@ -2,7 +2,7 @@
 cell, the evaluation, a workload's benchmark summary and a sweep's.
 
 The training worker (engine/worker.py) writes a RunRecord to results/{train,reference}/<workload>.json, a cell
-worker a CellRun for each round of a cell (kept in results/benchmark_cells/ and results/sweep_cells/), the evaluate
+job a CellRun for each cell (kept in results/benchmark_cells/ and results/sweep_cells/), the evaluate
 stage an Evaluation to results/eval/<workload>.json, the speedup stage a BenchmarkResults to
 results/benchmark/<workload>.json and the sweep_summary stage a SweepResults to results/sweep/<name>.json; the report
 reads them back through these models, never by string keys. Each field says what it is once, here; docs/metrics.md's
@@ -92,32 +92,64 @@ class RunRecord(RunIdentity):
     environment: dict[str, Any] = Field(description="the machine, software and process layout it ran on")
 
 
-class CellRun(Record):
-    """One round of a benchmark or sweep cell, as rank 0 measured it: a fresh model timed after its warm-up."""
+class StepSigns(Record):
+    """What the operating system saw of one rank over one timed step (runtime/step_signs.py)."""
+
+    wall_s: float = Field(description="the step's seconds on this rank's clock")
+    cpu_s: float = Field(description="CPU seconds the rank's threads used meanwhile (user and system)")
+    machine_busy_s: float | None = Field(
+        description="CPU seconds the whole machine was not idle meanwhile, every CPU together (cpuidle), what other "
+        "processes and the hypervisor took included; None where the kernel has no cpuidle"
+    )
+    waited_s: float | None = Field(
+        description="seconds the rank's threads were ready to run but waited for a CPU (schedstat's run_delay, summed "
+        "over the threads); None where /proc does not tell"
+    )
+    steal_s: float | None = Field(
+        description="seconds the hypervisor gave this machine's CPUs to other guests meanwhile (every CPU, "
+        "/proc/stat's 10 ms ticks); None where /proc does not tell"
+    )
+    involuntary_switches: int = Field(description="times the kernel took a CPU from the rank's threads")
+    minor_faults: int = Field(description="pages the rank touched for the first time, or again after they were freed")
+    major_faults: int = Field(description="pages read back from disk")
+    collections: int = Field(description="the garbage collector's runs")
+
+
+class CellTurn(Record):
+    """One turn of a cell: the steps it took while every other cell waited, as its ranks measured them."""
+
+    step_durations: list[float] = Field(description="each step of the turn, in seconds, the slowest rank's")
+    phase_durations: list[list[dict[str, float]]] = Field(
+        description="per rank, per step, the seconds of each phase (input, forward_backward, optimizer)"
+    )
+    signs: list[list[StepSigns]] = Field(description="per rank, per step, what the operating system saw")
+
+
+class CellSetup(Record):
+    """A benchmark or sweep cell once its job's workers have built it, warmed it up and measured it off the clock."""
 
     unit: str = Field(description="what a batch is made of: sample or episode")
-    step_durations: list[float] = Field(description="every timed step of the round, in seconds, the slowest rank's")
-    phase_durations: list[list[dict[str, float]]] = Field(
-        description="per rank, per timed step, the seconds of each phase (input, forward_backward, optimizer)"
-    )
-    gradient_allreduce_s: float | None = Field(
-        description="one all-reduce of all the gradients at once (data-parallel cells): communication unhidden"
-    )
-    peak_memory_mb: dict[str, float] = Field(description="peak memory of the timed steps, per rank and device")
-    memory_kind: str = Field(description="what peak_memory_mb counts: CUDA allocations or the process's RSS")
+    setup_s: float = Field(description="seconds from the setup command to ready for turns: build, warm-up, counts")
     warmup_step_durations: list[float] = Field(
         description="rank 0's warm-up steps, left out of the timing (a compiled model's first holds its compilation)"
     )
+    peak_memory_mb: dict[str, float] = Field(
+        description="per rank and device, the peak memory of the cell's warm-up and counted steps as if alone in its "
+        "processes: what its job held before any cell, plus what the cell added at its peak"
+    )
+    memory_kind: str = Field(description="what peak_memory_mb counts: CUDA allocations or the process's RSS")
     saved_for_backward_mb: dict[str, float] | None = Field(
-        description="per rank, what autograd kept for backward in one more step (activations; each storage once, "
-        "the parameters left out), in MiB; a cell's first round only (None in the others)"
+        description="per rank, what autograd kept for backward in one more step, off the clock (activations; each "
+        "storage once, the parameters left out), in MiB"
     )
     input_bytes_per_unit: float | None = Field(
         description="a unit's inputs as the model takes them (after the transform), in bytes, in that same step; None "
-        "in the other rounds, and where rank 0 has no outputs (a pipeline's first stage)"
+        "where rank 0 has no outputs (a pipeline's first stage)"
     )
     output_bytes_per_unit: float | None = Field(description="a unit's outputs as the loss reads them, in bytes, alike")
-    other_cpu_share: float | None = Field(description="the share of the machine's CPU other programs took meanwhile")
+    gradient_allreduce_s: float | None = Field(
+        description="one all-reduce of all the gradients at once (data-parallel cells): communication unhidden"
+    )
     parameters: int = Field(description="the plain model's trained parameters (its gradients are as many)")
     gradient_bytes: list[int] = Field(
         description="each trained parameter's gradient, in bytes, in the order the model registers them (this "
@@ -131,6 +163,13 @@ class CellRun(Record):
         description="the workload's transform alone (decode, normalise, augment), units a second in one process"
     )
     strategy_details: dict[str, Any] = Field(description="what the strategy reports of itself (cut, buckets, ...)")
+
+
+class CellRun(CellSetup):
+    """A benchmark or sweep cell as its job's workers measured it: set up once, then timed turn by turn, in turn with
+    the other cells, its model and optimiser alive between its turns."""
+
+    turns: list[CellTurn] = Field(description="every turn, in order; turn t of every cell ran within the same pass")
 
 
 class PairedDifference(Record):
@@ -159,7 +198,7 @@ class Speedups(Record):
     speedup: float = Field(description="the headline: the benchmark's where it timed the run's strategy")
     speedup_ci95: list[float] = Field(description="its 95% interval")
     speedup_from: Literal["benchmark", "training_runs"] = Field(description="which of the two the headline is")
-    speedup_benchmark: float | None = Field(description="the benchmark's interleaved rounds, paired; None: not timed")
+    speedup_benchmark: float | None = Field(description="the benchmark's interleaved turns, paired; None: not timed")
     speedup_benchmark_ci95: list[float] | None = Field(description="its 95% interval")
     speedup_training_runs: float = Field(description="the reference's training time over the run's")
     speedup_training_runs_ci95: list[float] = Field(description="its 95% interval")
@@ -195,27 +234,34 @@ Verdict = Literal["faster", "slower", "no detectable difference"]  # stats.ratio
 
 
 class CellFigures(Record):
-    """A benchmark cell that ran, summarised over its rounds (report/benchmark.py): its rate, its speedup over single
+    """A benchmark cell that ran, summarised over its turns (report/benchmark.py): its rate, its speedup over single
     and its efficiency against the ceiling, each with its interval and verdict, and where its median step went."""
 
     status: Literal["ran"] = Field(description="the cell ran (a skipped one holds only `status` and `reason`)")
     unit: str = Field(description="what a batch is made of: sample or episode")
-    rate: float = Field(description="units a second at the median step of every round's steps together")
-    rate_ci95: list[float] = Field(description="the rate's 95% bootstrap interval (rounds, then each one's steps)")
+    rate: float = Field(description="units a second at the median of every kept step of every turn")
+    rate_ci95: list[float] = Field(
+        description="the rate's 95% bootstrap interval (turns in blocks, then each one's steps)"
+    )
     median_precision: float = Field(description="half the median step's 95% interval, over the median")
-    step_durations_by_round: list[list[float]] = Field(description="every timed step, round by round, in seconds")
-    rate_slowest_round: float = Field(description="the rate at the slowest round's median step")
-    rate_fastest_round: float = Field(description="the rate at the fastest round's median step")
-    step_time_s: StepTimes = Field(description="the steps of every round together")
-    rounds: int = Field(description="how many rounds timed the cell")
+    step_durations_by_turn: list[list[float]] = Field(
+        description="every kept step, turn by turn, in seconds (a disturbed step left out)"
+    )
+    step_time_s: StepTimes = Field(description="the kept steps of every turn together")
+    turns: int = Field(description="how many turns timed the cell")
+    disturbed_steps: dict[str, int] = Field(
+        description="steps left out as disturbed, by why: other programs (or the hypervisor) took over a tenth of a "
+        "CPU meanwhile, disk reads, page faults (runtime/step_signs.py)"
+    )
     global_batch: int = Field(description="units per step over every replica")
     processes: int = Field(description="processes the cell ran in")
     devices: int = Field(description="devices the cell used (virtual ones on a CPU)")
     devices_virtual: bool = Field(description="several devices that are one CPU's cores")
     data_parallel: bool = Field(description="replicas of the whole model, each on its share of the batch")
-    other_cpu_share: float | None = Field(description="the largest share of the CPU other programs took in a round")
-    contended: bool = Field(description="other_cpu_share above 10%")
-    peak_memory_mb: dict[str, float] = Field(description="the largest peak over the rounds, per rank and device")
+    contended: bool = Field(description="more than a tenth of its steps disturbed")
+    peak_memory_mb: dict[str, float] = Field(
+        description="per rank and device, its peak memory as if alone in its processes (CellSetup)"
+    )
     memory_kind: str = Field(description="what peak_memory_mb counts: CUDA allocations or the process's RSS")
     saved_for_backward_mb: dict[str, float] | None = Field(
         description="per rank, what autograd kept for backward (each storage once, parameters left out)"
@@ -239,8 +285,8 @@ class CellFigures(Record):
     gradient_allreduce_s: float | None = Field(description="one all-reduce of all the gradients at once")
     communication_share: float | None = Field(description="the median step's share spent communicating")
     communication_hidden_share: float | None = Field(description="the share of that all-reduce hidden by backward")
-    speedup: float | None = Field(description="the cell's rate over single's, rounds paired (stats.ratio_interval)")
-    speedup_ci95: list[float] | None = Field(description="its 95% bootstrap interval, rounds paired and redrawn")
+    speedup: float | None = Field(description="the cell's rate over single's, turns paired (stats.ratio_interval)")
+    speedup_ci95: list[float] | None = Field(description="its 95% bootstrap interval, paired turns drawn in blocks")
     speedup_verdict: Verdict | None = Field(description="against 1 and the noise floor")
     scaling_efficiency: float | None = Field(description="speedup over devices")
     efficiency_vs_ceiling: float | None = Field(description="the rate over the ceiling's (data-parallel cells)")
@@ -274,10 +320,10 @@ class Ranking(Record):
     tied: list[str] = Field(description="the strategies within the noise of the best, best first")
     best_measured: str | None = Field(
         default=None,
-        description="the best speedup over single (paired by round; the rate where single did not run), tie or not",
+        description="the best speedup over single (paired by turn; the rate where single did not run), tie or not",
     )
     runner_up: str | None = Field(default=None, description="the next best")
-    margin: float | None = Field(description="the best's rate over the runner-up's, paired by round")
+    margin: float | None = Field(description="the best's rate over the runner-up's, paired by turn")
     margin_ci95: list[float] | None = Field(description="its 95% bootstrap interval")
 
 
@@ -285,12 +331,14 @@ class StageShares(Record):
     """Where a timing stage's seconds went."""
 
     wall_s: float = Field(description="the whole stage")
-    start_up_s: float = Field(description="starting worker processes")
+    start_up_s: float = Field(description="starting every cell's workers, all at once, until the last was ready")
+    setup_s: float = Field(description="setting the cells up, one at a time: building, warm-up, counts off the clock")
     timed_steps_s: float = Field(description="the timed steps themselves")
     start_up_share: float = Field(description="start_up_s over wall_s")
+    setup_share: float = Field(description="setup_s over wall_s")
     timed_steps_share: float = Field(description="timed_steps_s over wall_s")
-    jobs_started: int = Field(description="worker jobs started")
-    runs_disturbed: int = Field(description="runs timed again: other programs took over 10% of the CPU meanwhile")
+    jobs_started: int = Field(description="worker jobs started: one per cell that ran")
+    turns: int = Field(description="turns every cell took")
 
 
 Cell = Annotated[CellFigures | SkippedCell, Field(discriminator="status")]
@@ -339,7 +387,7 @@ class OrderCheck(Record):
 
     faster: str = Field(description="the cell measured faster")
     slower: str = Field(description="the cell measured slower")
-    measured_ratio: float = Field(description="the faster's rate over the slower's, paired by round (> 1)")
+    measured_ratio: float = Field(description="the faster's rate over the slower's, paired by turn (> 1)")
     measured_ci95: list[float] = Field(description="its 95% interval, above 1 and beyond the noise floor")
     predicted_ratio: float = Field(description="the same ratio from their predicted steps: above 1 where it agrees")
     agrees: bool = Field(description="the prediction puts the faster cell first")
@@ -521,7 +569,7 @@ class PredictionResults(Record):
 
 RECORDS: dict[str, type[Record]] = {
     "results/{train,reference}/<workload>.json": RunRecord,
-    "results/{benchmark,sweep}_cells/<name>.json, each cell's runs": CellRun,
+    "results/{benchmark,sweep}_cells/<name>.json, each cell's run": CellRun,
     "results/eval/<workload>.json": Evaluation,
     "results/speedup/<workload>.json": Comparison,
     "results/benchmark/<workload>.json": BenchmarkResults,

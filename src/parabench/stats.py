@@ -71,90 +71,111 @@ def in_words(comparison: dict[str, float | int | None], run: str, reference: str
 # ---- timings: a median step with its interval, a ratio of two with its interval, and the run's noise floor ----
 
 RESAMPLES = 2000  # bootstrap resamples: the interval's ends move by well under 1% between seeds
-# Both intervals resample at two levels (the hierarchical bootstrap of nested data): the rounds with replacement, then
-# each drawn round's steps within itself. Within a round a cell's steps agree to a few percent; between rounds the
-# machine drifts by more, and a re-run draws new rounds: resampling the steps alone gave intervals that the next run's
-# figure fell outside (docs/measurements.md). With 3 rounds an interval spans about what the rounds span.
+TRIM = 0.1  # a ratio's turns trimmed at each end before their mean: a few wild turns cannot move it
+# Both intervals resample at two levels (the hierarchical bootstrap of nested data): the turns in blocks of consecutive
+# ones (a circular block bootstrap), then each drawn turn's steps within itself. Within a turn a cell's steps agree to
+# a few percent; across turns the machine drifts, and two cells' ratio drifts with it over tens of seconds (the
+# machine's state favours one process layout, then another: docs/metrics.md). Turns drawn one at a time would treat
+# those as independent and give intervals that the next run's figure falls outside; blocks of about the cube root of
+# the turns keep that drift in the interval.
 
 
 def _resampled_steps(steps: list[float], generator: np.random.Generator, width: int) -> np.ndarray:
-    """RESAMPLES draws of one round's steps with replacement, NaN-padded to `width` columns."""
+    """RESAMPLES draws of one turn's steps with replacement, NaN-padded to `width` columns."""
     drawn = np.full((RESAMPLES, width), np.nan)
     drawn[:, : len(steps)] = np.asarray(steps)[generator.integers(0, len(steps), (RESAMPLES, len(steps)))]
     return drawn
 
 
-def _drawn_rounds(count: int, generator: np.random.Generator) -> np.ndarray:
-    """For each resample, which of `count` rounds fills each of its `count` places (rounds drawn with replacement)."""
-    return generator.integers(0, count, (RESAMPLES, count))
+def block_length(turns: int) -> int:
+    """Consecutive turns drawn together: about the cube root of the turns (the usual rate for a block bootstrap)."""
+    return max(1, round(math.pow(turns, 1 / 3)))
 
 
-def _resampled_medians(rounds: list[list[float]], generator: np.random.Generator) -> np.ndarray:
-    """RESAMPLES bootstrap medians of a cell's steps, every round together: rounds drawn with replacement, each drawn
-    round's steps resampled within itself."""
-    kept = [steps for steps in rounds if steps]
+def _drawn_turns(count: int, generator: np.random.Generator) -> np.ndarray:
+    """For each resample, which of `count` turns fills each of its `count` places: blocks of block_length(count)
+    consecutive turns from random starts, wrapping around at the end (the circular block bootstrap)."""
+    length = block_length(count)
+    blocks = -(-count // length)
+    starts = generator.integers(0, count, (RESAMPLES, blocks))
+    return ((starts[:, :, None] + np.arange(length)) % count).reshape(RESAMPLES, -1)[:, :count]
+
+
+def _resampled_medians(turns: list[list[float]], generator: np.random.Generator) -> np.ndarray:
+    """RESAMPLES bootstrap medians of a cell's steps, every turn together: turns drawn in blocks, each drawn turn's
+    steps resampled within itself."""
+    kept = [steps for steps in turns if steps]
     width = max(len(steps) for steps in kept)
-    draws = np.stack([_resampled_steps(steps, generator, width) for steps in kept])  # round, resample, step
-    chosen = draws[_drawn_rounds(len(kept), generator), np.arange(RESAMPLES)[:, None]]  # resample, place, step
+    draws = np.stack([_resampled_steps(steps, generator, width) for steps in kept])  # turn, resample, step
+    chosen = draws[_drawn_turns(len(kept), generator), np.arange(RESAMPLES)[:, None]]  # resample, place, step
     medians: np.ndarray = np.nanmedian(chosen.reshape(RESAMPLES, -1), axis=1)
     return medians
 
 
-def median_interval(rounds: list[list[float]], seed: int = 0) -> tuple[float, float, float]:
-    """The median of all steps, and its 95% bootstrap interval (percentile; rounds, then steps within them)."""
-    medians = _resampled_medians(rounds, np.random.default_rng(seed))
+def median_interval(turns: list[list[float]], seed: int = 0) -> tuple[float, float, float]:
+    """The median of all steps, and its 95% bootstrap interval (percentile; turns in blocks, then steps within them).
+    Turns with no steps left (every one disturbed) are left out."""
+    if not any(turns):
+        raise ValueError("a median step needs at least one step")
+    medians = _resampled_medians(turns, np.random.default_rng(seed))
     low, high = np.percentile(medians, [2.5, 97.5])
-    return float(np.median(np.concatenate([np.asarray(steps) for steps in rounds]))), float(low), float(high)
+    return float(np.median(np.concatenate([np.asarray(steps) for steps in turns]))), float(low), float(high)
 
 
 class TimedCell(Protocol):
-    """What a rate ratio reads of a timed cell (records.CellFigures): its steps round by round, and its batch."""
+    """What a rate ratio reads of a timed cell (records.CellFigures): its steps turn by turn, and its batch."""
 
     @property
-    def step_durations_by_round(self) -> list[list[float]]: ...
+    def step_durations_by_turn(self) -> list[list[float]]: ...
 
     @property
     def global_batch(self) -> int: ...
 
 
 def rate_ratio(figures: TimedCell, base: TimedCell) -> tuple[float, float, float]:
-    """A cell's rate over another's, paired by round (ratio_interval), with its 95% bootstrap interval (each global
+    """A cell's rate over another's, paired by turn (ratio_interval), with its 95% bootstrap interval (each global
     batch counted: under weak scaling the cells' batches differ)."""
-    point, low, high = ratio_interval(base.step_durations_by_round, figures.step_durations_by_round)
+    point, low, high = ratio_interval(base.step_durations_by_turn, figures.step_durations_by_turn)
     scale = figures.global_batch / base.global_batch
     return point * scale, low * scale, high * scale
+
+
+def trimmed_mean(values: np.ndarray, axis: int = -1) -> np.ndarray:
+    """The mean along `axis` of what is left after TRIM of the values at each end are set aside."""
+    ordered = np.sort(values, axis=axis)
+    cut = int(TRIM * ordered.shape[axis])
+    kept: np.ndarray = np.take(ordered, np.arange(cut, ordered.shape[axis] - cut), axis=axis).mean(axis=axis)
+    return kept
 
 
 def ratio_interval(
     numerator: list[list[float]], denominator: list[list[float]], seed: int = 0
 ) -> tuple[float, float, float]:
-    """How many times longer the numerator's steps are than the denominator's, paired by round: in each round both
-    cells ran back to back, so the ratio of their medians there is free of the machine's drift between rounds; the
-    figure is the median of those per-round ratios (one disturbed round cannot move it), with its 95% bootstrap
-    interval (the paired rounds drawn with replacement, each drawn round's steps resampled within themselves: a round
-    whose ratio differs widens it). Rounds are paired by position; a cell's extra rounds, which the other did not run,
-    are left out."""
-    paired = min(len(numerator), len(denominator))
-    if paired == 0:
-        raise ValueError("a ratio of step times needs at least one round of each cell")
+    """How many times longer the numerator's steps are than the denominator's, paired by turn: in turn t both cells
+    ran within seconds of each other, so the ratio of their medians there is free of the machine's drift between
+    turns. The figure is the geometric mean of those per-turn ratios, TRIM of them set aside at each end, with its 95%
+    bootstrap interval (the paired turns drawn in blocks, each drawn turn's steps resampled within themselves).
+    Turns are paired by position; a turn that either cell has no steps of (every one disturbed, or never run) is left
+    out. One turn of many steps each (two training runs) gives the ratio of their medians, its interval from the
+    steps."""
+    paired = [(top, bottom) for top, bottom in zip(numerator, denominator, strict=False) if top and bottom]
+    if not paired:
+        raise ValueError("a ratio of step times needs at least one turn of each cell")
     generator = np.random.default_rng(seed)
-    ratios = np.stack(
+    logs = np.stack(
         [
-            _resampled_round_median(top, generator) / _resampled_round_median(bottom, generator)
-            for top, bottom in zip(numerator[:paired], denominator[:paired], strict=True)
+            np.log(_resampled_turn_median(top, generator) / _resampled_turn_median(bottom, generator))
+            for top, bottom in paired
         ]
-    )  # round, resample
-    chosen = ratios[_drawn_rounds(paired, generator), np.arange(RESAMPLES)[:, None]]  # resample, place
-    low, high = np.percentile(np.median(chosen, axis=1), [2.5, 97.5])
-    point = statistics.median(
-        statistics.median(top) / statistics.median(bottom)
-        for top, bottom in zip(numerator[:paired], denominator[:paired], strict=True)
-    )
+    )  # turn, resample
+    chosen = logs[_drawn_turns(len(paired), generator), np.arange(RESAMPLES)[:, None]]  # resample, place
+    low, high = np.exp(np.percentile(trimmed_mean(chosen), [2.5, 97.5]))
+    point = np.exp(trimmed_mean(np.log([statistics.median(top) / statistics.median(bottom) for top, bottom in paired])))
     return float(point), float(low), float(high)
 
 
-def _resampled_round_median(steps: list[float], generator: np.random.Generator) -> np.ndarray:
-    """RESAMPLES bootstrap medians of one round's steps."""
+def _resampled_turn_median(steps: list[float], generator: np.random.Generator) -> np.ndarray:
+    """RESAMPLES bootstrap medians of one turn's steps."""
     medians: np.ndarray = np.median(_resampled_steps(steps, generator, len(steps)), axis=1)
     return medians
 
@@ -172,9 +193,9 @@ def estimates_agree(first: tuple[float, float, float], second: tuple[float, floa
 
 def noise_floor(control_ratio: float) -> float:
     """How far from 1 the ratio of two cells running the very same thing (the A/A control) came out in this run: the
-    difference this run made between identical cells (their places in the rounds, the cores they got). A difference
-    no larger than this is within the run's own noise. Not its interval's far end: every interval holds the rounds'
-    spread already (ratio_interval), and a floor that counted it again reached 65% in a run on a busy VM."""
+    difference this run made between identical cells (the processes they ran in, their places in the turns). A
+    difference no larger than this is within the run's own noise. Not its interval's far end: every interval holds
+    the turns' spread already (ratio_interval), and a floor that counted it again reached 65% in a run on a busy VM."""
     return abs(control_ratio - 1)
 
 

@@ -1,47 +1,35 @@
-"""The jobs that time benchmark cells: one warm job per process layout serves every cell of that layout, or (`fresh`)
-a job of its own for each cell.
+"""The jobs that time benchmark and sweep cells: one job of workers per process layout (one plain process; N ranks
+under torchrun), each keeping every cell of its layout alive from its setup to the stage's last turn, and the A/A
+control in a job of its own.
 
 Starting a worker (importing torch and torchvision, torchrun's agent, the process group) takes seconds, more than a
-quick cell's timed steps. So by default each process layout (one plain process; N ranks under torchrun) gets one job
-for the whole stage, started when its first cell comes, idle (looking for its next command) while
-another layout's cell runs, and handed its cells one at a time through an inbox folder (engine/cell_worker.py).
-Whoever waits (the launcher for a result, an idle worker for its next command) looks again after 5 ms, then less
-and less often, down to every POLL_LONGEST_S: on 2 cores, each of a few idle processes waking every 5 ms while a
-cell runs takes a core from one of the cell's threads at every wake-up, and a parallel region waits for it.
-Between cells the worker resets the seed, threads, heap and device cache, and builds the model, optimiser and
-strategy anew; a job's first cell is run once untimed before any, so that no cell pays for the process's first
-steps. `fresh` runs every cell in new processes instead (`benchmark.workers: fresh`): the way to check that a warm
-worker times cells as fresh processes do. The A/A control (a second `single` cell) gets a warm job of its own: two
-processes running the same thing may differ (where their memory lies, which core they get) where two moments of one
-process do not, and the noise floor the control sets must span that.
+quick cell's timed steps, and every process on 2 cores takes memory and start-up time from the others: so cells share
+their layout's job. Every job of a stage is launched at once, so that their start-ups overlap one another and no timed
+step; the cells are then set up one at a time (their warm-up, and what a cut times of its blocks, run on a quiet
+machine), and take their turns. The A/A control runs `single` again in processes of its own: two processes running
+the same thing differ (where their memory lies, which core they get) where two cells of one process do not, and the
+noise floor it sets must span that.
+
+A job whose cells are not being timed is paused (SIGSTOP): an idle rank still wakes, gloo's network thread about 100
+times a second and torchrun's monitor 12 times, and on 2 cores each wake-up takes a core from the cell being timed,
+whose parallel regions then wait (docs/metrics.md has what that cost). Idle workers block on their inbox
+(engine/cell_channel.py).
 """
 
 import logging
+import signal
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from parabench.config import WorkerMode
+from parabench.engine.cell_channel import LauncherEnd
 from parabench.engine.plan import RunPlan
-from parabench.io import read_json, write_json
-from parabench.records import CellRun
+from parabench.records import CellSetup, CellTurn
 from parabench.runtime.torchrun import WorkerJob, worker_command
 
 log = logging.getLogger("parabench.cells")
 CELL_WORKER_MODULE = "parabench.engine.cell_worker"
-POLL_FIRST_S = 0.005  # how soon a waiter looks again at first: a quick answer is picked up within 5 ms
-POLL_LONGEST_S = 0.05  # the longest pause between looks: at most 20 wake-ups a second per waiting process
-READY = "ready"  # rank 0 writes time.time() here once it is ready for its first cell
-
-
-def wait_until(done: Callable[[], bool]) -> None:
-    """Return once `done()` is true, looking after POLL_FIRST_S, then at pauses that double up to POLL_LONGEST_S."""
-    pause = POLL_FIRST_S
-    while not done():
-        time.sleep(pause)
-        pause = min(2 * pause, POLL_LONGEST_S)
 
 
 @dataclass(frozen=True)
@@ -64,99 +52,82 @@ class Layout:
 
 
 class CellJob:
-    """One job of workers for one layout, timing the cells it is handed, in order."""
+    """One layout's job of workers, answering the commands it is sent, in order; paused between them."""
 
-    def __init__(self, layout: Layout, inbox: Path, what: str):
-        inbox.mkdir(parents=True)
-        self.inbox, self.what, self.sent = inbox, what, 0
-        command = worker_command(CELL_WORKER_MODULE, [str(inbox)], layout.processes if layout.distributed else None)
+    def __init__(self, plan: RunPlan, layout: Layout, inbox: Path, what: str):
+        self.what = what
+        self.channel = LauncherEnd(inbox, layout.processes if layout.distributed else 1)
         self.launched_at = time.time()
-        self.job = WorkerJob(command, layout.threads, what)
+        command = worker_command(CELL_WORKER_MODULE, [str(inbox)], layout.processes if layout.distributed else None)
+        self.job = WorkerJob(command, layout.threads, what, death_signal=signal.SIGKILL)
+        self._join = self.channel.send({"machine": plan.machine.model_dump(mode="json")})
+        self.start_up_s: float | None = None
 
-    def start_up_s(self) -> float | None:
-        """Seconds from the launch to the workers ready for their first cell (torch imported, the process group
-        joined), as rank 0 noted it; None before it did."""
-        ready = self.inbox / READY
-        return float(ready.read_text()) - self.launched_at if ready.exists() else None
-
-    def send(self, command: dict[str, Any]) -> None:
-        """Hand the workers their next command."""
-        write_json(self.inbox / f"{self.sent}.json", command)
-        self.sent += 1
-
-    def measure(self, plan: RunPlan, warmup: int, steps: int, count_kept: bool = False) -> CellRun:
-        """Time one cell: `warmup` steps left out, then `steps` timed (and, with `count_kept`, one more step whose
-        bytes kept for backward are counted); what rank 0 measured."""
-        out = self.inbox / f"{self.sent}.out.json"
-        self.send(
-            {
-                "plan": plan.model_dump(mode="json"),
-                "warmup": warmup,
-                "steps": steps,
-                "count_kept": count_kept,
-                "out": str(out),
-            }
-        )
-        wait_until(lambda: out.exists() or not self.job.running())
-        if not out.exists():
+    def _answer(self, number: int) -> dict[str, Any]:
+        """Rank 0's answer to command `number`; the job is then paused until its next command."""
+        answer = self.channel.answer(number, self.job.running)
+        if answer is None:
             self.job.wait()  # raises, naming what failed
-            raise RuntimeError(f"{self.what}: the workers ended before they timed the cell")
-        return CellRun.model_validate(read_json(out))
+            raise RuntimeError(f"{self.what}: the workers ended before they answered")
+        self.job.pause()
+        return answer
+
+    def _ask(self, command: dict[str, Any]) -> dict[str, Any]:
+        self.job.resume()
+        return self._answer(self.channel.send(command))
+
+    def joined(self) -> float:
+        """Wait until the workers are ready (torch imported, the process group joined); the seconds from the launch."""
+        self.start_up_s = self._answer(self._join)["ready_at"] - self.launched_at
+        return self.start_up_s
+
+    def setup(self, label: str, plan: RunPlan, warmup: int) -> CellSetup:
+        """Build the cell, warm it up with `warmup` steps and count what is counted off the clock."""
+        return CellSetup.model_validate(
+            self._ask({"cell": label, "plan": plan.model_dump(mode="json"), "warmup": warmup})
+        )
+
+    def turn(self, label: str, steps: int) -> CellTurn:
+        """Time `steps` more steps of the cell."""
+        return CellTurn.model_validate(self._ask({"cell": label, "steps": steps}))
+
+    def stop(self) -> None:
+        """Tell the workers to stop and wait for them (a failure raises)."""
+        self.job.resume()
+        self.channel.send({"stop": True})
+        self.job.wait()
 
     def close(self) -> None:
-        """Tell the workers to stop and wait for them (a failure raises); kill what remains."""
-        try:
-            if self.job.running():
-                self.send({"stop": True})
-                self.job.wait()
-        finally:
-            self.job.close()
+        """Kill whatever of the job still runs."""
+        self.job.close()
+        self.channel.close()
 
 
 class CellJobs:
-    """The jobs of a benchmark or sweep stage: warm ones by layout, or a fresh one per cell."""
+    """The jobs of a benchmark or sweep stage, one per layout; all of them closed on the way out."""
 
-    def __init__(self, scratch: Path, workers: WorkerMode, what: str):
-        self.scratch, self.workers, self.what = scratch, workers, what
-        self.warm: dict[Layout, CellJob] = {}
-        self.started = 0
-        self.start_up_s = 0.0  # every job's seconds from launch to ready, added up as each job closes
+    def __init__(self, scratch: Path, what: str):
+        self.scratch, self.what = scratch, what
+        self.jobs: dict[Layout, CellJob] = {}
 
-    def _start(self, layout: Layout) -> CellJob:
-        self.started += 1
-        return CellJob(layout, self.scratch / f"job-{self.started}", f"{self.what} ({layout})")
-
-    def _close(self, job: CellJob) -> None:
-        self.start_up_s += job.start_up_s() or 0.0
-        job.close()
-
-    def measure(self, plan: RunPlan, warmup: int, steps: int, apart: bool = False, count_kept: bool = False) -> CellRun:
-        """Time one cell in the job of its layout (warm: started, and primed with one untimed run of this cell, when
-        the layout's first cell comes; `apart`: a second warm job of that layout), or in a job of its own (fresh)."""
+    def of(self, plan: RunPlan, apart: bool = False) -> CellJob:
+        """The job of a cell's layout, launched when the layout's first cell asks (its workers then import and join
+        the process group on their own)."""
         layout = Layout.of(plan, apart)
-        if self.workers == "fresh":
-            job = self._start(layout)
-            try:
-                return job.measure(plan, warmup, steps, count_kept)
-            finally:
-                self._close(job)
-        if layout not in self.warm:
-            self.warm[layout] = self._start(layout)
-            self.warm[layout].measure(plan, warmup, 1)
-            log.info("%s: workers of %s ready in %.1f s", self.what, layout, self.warm[layout].start_up_s() or 0.0)
-        return self.warm[layout].measure(plan, warmup, steps, count_kept)
+        if layout not in self.jobs:
+            inbox = self.scratch / f"job-{len(self.jobs) + 1}"
+            self.jobs[layout] = CellJob(plan, layout, inbox, f"{self.what} ({layout})")
+        return self.jobs[layout]
+
+    def stop(self) -> None:
+        """Stop every job, each after its last turn."""
+        for job in self.jobs.values():
+            job.stop()
 
     def close(self) -> None:
-        """Stop every warm job."""
-        failures = []
-        for job in self.warm.values():
-            try:
-                self._close(job)
-            except Exception as failure:  # close the others all the same, then say what failed
-                failures.append(failure)
-        self.warm.clear()
-        if failures:
-            raise failures[0]
+        """Kill every job still running."""
+        for job in self.jobs.values():
+            job.close()
 
     def __enter__(self) -> "CellJobs":
         return self

@@ -1,20 +1,19 @@
-"""Benchmark and sweep cells: a workload under a strategy with overrides, timed over interleaved rounds.
+"""Benchmark and sweep cells: a workload under a strategy with overrides, each in a worker of its own, timed in turns.
 
 The benchmark stage and the sweeps share this runner; every cell runs the same steps. A timing stage writes what it
 measured as measured (write_cell_runs); the speedup and sweep_summary stages draw the figures from that file
 (read_cell_runs), so an edit of how results are summarised re-times nothing. A cell that cannot run here
-is planned as skipped, with its reason, before any heavy work. Round r runs the cells rotated by r, a cyclic Latin
-square: over as many rounds as cells, every cell takes every position. After the first `rounds`, a cell whose
-median step is not yet known within `median_within` gets another round, up to `max_rounds`. A cell whose run was timed
-for less than `min_timed_s` (a GPU's steps of milliseconds) runs proportionally more warm-up and timed steps from then
-on, as timeit's autorange does. A run during which other programs took more than a tenth of the CPU is timed again
-once, in its place. The benchmark times `single` twice, as two cells (the A/A control): their ratio is the
-run's own noise floor.
+is planned as skipped, with its reason, before any heavy work. Every cell's worker is launched at once; each cell is
+set up alone (model, warm-up); then the cells take turns of `turn_steps` steps, turn t of every cell within seconds of
+the others', the order rotated every turn (a cyclic Latin square: over as many turns as cells, every cell takes every
+place). After `min_turns`, turns go on until every cell's speedup over `single` (or, without single, its median step)
+is known within `within`, or `max_turns` have run. A cell whose steps take less than `min_turn_s` a turn (a GPU's
+milliseconds) takes as many more steps a turn, as timeit's autorange does. The benchmark times `single` twice, as two
+cells in two processes (the A/A control): their ratio is the run's own noise floor.
 """
 
 import logging
 import math
-import statistics
 import tempfile
 import time
 from collections.abc import Sequence
@@ -29,17 +28,17 @@ from parabench.engine.cell_jobs import CellJobs
 from parabench.engine.plan import RunPlan, make_plan
 from parabench.errors import ConfigError, StrategyUnavailable
 from parabench.io import read_json, write_json
-from parabench.records import CellRun, StageShares
+from parabench.records import CellRun, CellSetup, CellTurn, StageShares
 from parabench.runtime.environment import machine_identity
 from parabench.runtime.hardware import Machine, resolve
-from parabench.runtime.load import CONTENDED_SHARE
-from parabench.stats import median_interval
+from parabench.runtime.step_signs import kept_steps
+from parabench.stats import median_interval, ratio_interval
 
 log = logging.getLogger("parabench.cells")
 CEILING = "ceiling"
 CONTROL = "single_control"  # the A/A control: single timed again, as a cell of its own
 REFERENCE_LINES = ("single", "model_parallel")
-MAX_LENGTHENING = 16  # a run holds its batches in memory: at most 16 times timing's warm-up and timed steps
+MAX_LENGTHENING = 16  # a turn takes at most 16 times timing's turn_steps
 
 
 @dataclass(frozen=True)
@@ -65,17 +64,20 @@ class Cell:
 
 @dataclass
 class CellRuns:
-    """A cell's plan and the runs measured for it, or why it was skipped."""
+    """A cell's plan and what was measured of it (its setup, then its turns, then the whole run), or why it was
+    skipped."""
 
     cell: Cell
     plan: RunPlan | None
     skipped_reason: str | None = None
-    runs: list[CellRun] = field(default_factory=list)
+    run: CellRun | None = None
+    setup: CellSetup | None = None
+    turns: list[CellTurn] = field(default_factory=list)
 
 
 def this_node(machine: Machine) -> Machine:
     """The machine as one node: benchmark and sweep cells time this node's processes (the other nodes would have
-    to join every cell of every round), whatever hardware.nodes says for train and reference."""
+    to join every turn of every cell), whatever hardware.nodes says for train and reference."""
     return machine.model_copy(update={"nodes": 1})
 
 
@@ -98,44 +100,48 @@ def plan_cell(raw_params: dict[str, Any], cell: Cell) -> CellRuns:
     return CellRuns(cell, plan)
 
 
-def interleaved(runnable: list[CellRuns], round_index: int) -> list[CellRuns]:
-    """This round's order: the list rotated by the round number (a cyclic Latin square), so no cell always goes
-    first and, over as many rounds as cells, every cell takes every position."""
-    shift = round_index % len(runnable) if runnable else 0
+def interleaved(runnable: list[CellRuns], turn_index: int) -> list[CellRuns]:
+    """This turn's order: the list rotated by the turn's number (a cyclic Latin square), so no cell always goes
+    first and, over as many turns as cells, every cell takes every place."""
+    shift = turn_index % len(runnable) if runnable else 0
     return runnable[shift:] + runnable[:shift]
 
 
-def run_length(timing: CellTiming, previous: CellRun | None) -> tuple[int, int]:
-    """Warm-up and timed steps of a cell's next run: timing's, or, when the cell's last run was timed for less than
-    timing.min_timed_s, both multiplied by what brings the timed part to min_timed_s (at most MAX_LENGTHENING)."""
-    if previous is None:
-        return timing.warmup_steps, timing.timed_steps
-    timed_s = statistics.median(previous.step_durations) * timing.timed_steps
-    factor = min(MAX_LENGTHENING, max(1, math.ceil(timing.min_timed_s / timed_s)))
-    return timing.warmup_steps * factor, timing.timed_steps * factor
+def turn_length(timing: CellTiming, setup: CellSetup) -> int:
+    """Steps a turn of the cell takes: timing.turn_steps, or, where that many of its last warm-up step would take
+    less than timing.min_turn_s, as many more as bring a turn to it (at most MAX_LENGTHENING times as many)."""
+    if not setup.warmup_step_durations:
+        return timing.turn_steps
+    turn_s = setup.warmup_step_durations[-1] * timing.turn_steps
+    return timing.turn_steps * min(MAX_LENGTHENING, max(1, math.ceil(timing.min_turn_s / turn_s)))
 
 
-def disturbed(run: CellRun) -> bool:
-    """Whether other programs took more than CONTENDED_SHARE of the machine's CPU while the run was timed: such a run
-    is timed again once, in its place, as hyperfine warns of and pyperf's `system tune` guards against."""
-    return run.other_cpu_share is not None and run.other_cpu_share > CONTENDED_SHARE
+def turn_steps(entry: CellRuns) -> list[list[float]]:
+    """The cell's step times so far, turn by turn, its disturbed steps left out."""
+    return kept_steps(entry.turns)
 
 
-def precise(entry: CellRuns, within: float) -> bool:
-    """Whether a cell's median step is known within `within` (its 95% interval's half-width over the median)."""
-    median, low, high = median_interval([run.step_durations for run in entry.runs])
-    return (high - low) / 2 <= within * median
+def known_within(entry: CellRuns, reference: CellRuns | None, within: float) -> bool:
+    """Whether the cell's speedup over `reference` (its median step where there is none, or it is the reference) is
+    known within `within`: its 95% interval's half-width over its value."""
+    if reference is None or reference is entry:
+        point, low, high = median_interval(turn_steps(entry))
+    else:
+        point, low, high = ratio_interval(turn_steps(reference), turn_steps(entry))
+    return (high - low) / 2 <= within * point
 
 
 @dataclass
 class StageTime:
-    """Where a timing stage's seconds went: all of it, starting worker processes, and the timed steps themselves."""
+    """Where a timing stage's seconds went: all of it, starting worker processes, setting up the cells, and the timed
+    steps themselves."""
 
     wall_s: float = 0.0
     start_up_s: float = 0.0
+    setup_s: float = 0.0
     timed_steps_s: float = 0.0
     jobs_started: int = 0
-    runs_disturbed: int = 0  # runs timed again: other programs took the CPU meanwhile (disturbed)
+    turns: int = 0
 
     def shares(self) -> StageShares:
         """The seconds and the shares of the wall time, as results record them."""
@@ -143,72 +149,76 @@ class StageTime:
         return StageShares(
             wall_s=self.wall_s,
             start_up_s=self.start_up_s,
+            setup_s=self.setup_s,
             timed_steps_s=self.timed_steps_s,
             start_up_share=self.start_up_s / wall,
+            setup_share=self.setup_s / wall,
             timed_steps_share=self.timed_steps_s / wall,
             jobs_started=self.jobs_started,
-            runs_disturbed=self.runs_disturbed,
+            turns=self.turns,
         )
 
 
 def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTime:
-    """Time every runnable cell once per round, in rotating order (warm or fresh workers, timing.workers); after
-    timing.rounds, rounds go on for the cells whose median is not yet within timing.median_within, up to
-    timing.max_rounds. Keeps each run's figures in its CellRuns; returns where the stage's time went."""
+    """Launch every runnable cell's worker at once, set each cell up alone, then time the cells in turns, in rotating
+    order: every cell takes timing.min_turns; after them a cell takes more only while its speedup over `single` is not
+    yet known within timing.within (single itself while any other cell does), until timing.max_turns turns or
+    timing.max_timed_s seconds of timed steps. Keeps each cell's run in its CellRuns; returns where the stage's time
+    went."""
     began, stage = time.monotonic(), StageTime()
     runnable = [entry for entry in planned if entry.plan is not None]
+    reference = next((entry for entry in runnable if entry.cell.label == "single"), None)
     for plan in (entry.plan for entry in runnable if entry.plan is not None):
         plan.workload.prefetch(plan.settings)
     with (
         tempfile.TemporaryDirectory(prefix="parabench-cells-") as scratch,
-        CellJobs(Path(scratch), timing.workers, what) as jobs,
-        tqdm(total=timing.rounds * len(runnable), unit="cell", desc="cells", disable=None) as progress,
+        CellJobs(Path(scratch), what) as jobs,
     ):
-        for round_index in range(timing.max_rounds):
-            due = [
-                entry
-                for entry in interleaved(runnable, round_index)
-                if round_index < timing.rounds or not precise(entry, timing.median_within)
-            ]
-            if not due:
-                break
-            if round_index >= timing.rounds:
-                progress.total = (progress.total or 0) + len(due)
-            for entry in due:
-                assert entry.plan is not None
-                warmup, steps = run_length(timing, entry.runs[-1] if entry.runs else None)
-                log.info(
-                    "round %d: %s on %s (%d warm-up + %d timed steps)",
-                    round_index + 1,
-                    entry.cell.label,
-                    entry.cell.workload,
-                    warmup,
-                    steps,
-                )
-                run = jobs.measure(entry.plan, warmup, steps, apart=entry.cell.control, count_kept=not entry.runs)
-                if disturbed(run):
-                    log.warning(
-                        "round %d: %s on %s: other programs took %.0f%% of the CPU meanwhile; timed again",
-                        round_index + 1,
-                        entry.cell.label,
-                        entry.cell.workload,
-                        100 * (run.other_cpu_share or 0.0),
-                    )
-                    stage.timed_steps_s += sum(run.step_durations)
-                    stage.runs_disturbed += 1
-                    run = jobs.measure(entry.plan, warmup, steps, apart=entry.cell.control, count_kept=not entry.runs)
-                entry.runs.append(run)
-                stage.timed_steps_s += sum(run.step_durations)
+        job_of = {entry.cell.label: jobs.of(entry.plan, apart=entry.cell.control) for entry in runnable if entry.plan}
+        stage.jobs_started = len(jobs.jobs)
+        ready_s = max((job.joined() for job in jobs.jobs.values()), default=0.0)
+        stage.start_up_s = time.monotonic() - began
+        log.info("%s: %d jobs ready in %.1f s", what, len(jobs.jobs), ready_s)
+        lengths = {}
+        for entry in runnable:
+            assert entry.plan is not None
+            entry.setup = job_of[entry.cell.label].setup(entry.cell.label, entry.plan, timing.warmup_steps)
+            lengths[entry.cell.label] = turn_length(timing, entry.setup)
+            stage.setup_s += entry.setup.setup_s
+        settled: set[str] = set()
+        with tqdm(total=timing.max_turns, unit="turn", desc="turns", disable=None) as progress:
+            for turn_index in range(timing.max_turns):
+                due = [
+                    entry
+                    for entry in interleaved(runnable, turn_index)
+                    if turn_index < timing.min_turns or entry.cell.label not in settled or entry is reference
+                ]
+                if turn_index >= timing.min_turns and all(entry is reference for entry in due):
+                    break
+                for entry in due:
+                    turn = job_of[entry.cell.label].turn(entry.cell.label, lengths[entry.cell.label])
+                    entry.turns.append(turn)
+                    stage.timed_steps_s += sum(turn.step_durations)
+                stage.turns = turn_index + 1
                 progress.update()
-    stage.start_up_s, stage.jobs_started = jobs.start_up_s, jobs.started
+                if stage.timed_steps_s >= timing.max_timed_s:
+                    break
+                if stage.turns >= timing.min_turns:
+                    settled |= {entry.cell.label for entry in due if known_within(entry, reference, timing.within)}
+        jobs.stop()
+    for entry in runnable:
+        assert entry.setup is not None
+        entry.run = CellRun(**dict(entry.setup), turns=entry.turns)
     stage.wall_s = time.monotonic() - began
     log.info(
-        "%s: %.0f s, %.0f%% starting workers (%d jobs), %.0f%% in timed steps",
+        "%s: %.0f s, %.0f%% starting workers (%d jobs), %.0f%% setting cells up, %.0f%% in timed steps (%d turns)",
         what,
         stage.wall_s,
         100 * stage.start_up_s / stage.wall_s,
         stage.jobs_started,
+        100 * stage.setup_s / stage.wall_s,
         100 * stage.timed_steps_s / stage.wall_s,
+        stage.turns,
     )
     return stage
 
@@ -234,7 +244,7 @@ def write_cell_runs(path: Path, planned: list[CellRuns], stage: StageTime) -> No
                     "cell": asdict(entry.cell),
                     "plan": entry.plan.model_dump(mode="json") if entry.plan else None,
                     "skipped_reason": entry.skipped_reason,
-                    "runs": [run.model_dump(mode="json") for run in entry.runs],
+                    "run": entry.run.model_dump(mode="json") if entry.run else None,
                 }
                 for entry in planned
             ],
@@ -250,7 +260,7 @@ def read_cell_runs(path: Path) -> MeasuredCells:
             Cell(**{**entry["cell"], "overrides": tuple(tuple(pair) for pair in entry["cell"]["overrides"])}),
             RunPlan.model_validate(entry["plan"]) if entry["plan"] else None,
             entry["skipped_reason"],
-            [CellRun.model_validate(run) for run in entry["runs"]],
+            CellRun.model_validate(entry["run"]) if entry["run"] else None,
         )
         for entry in measured["cells"]
     ]

@@ -7,8 +7,9 @@ from contextlib import contextmanager
 
 import torch
 
-from parabench.records import StepTimes
+from parabench.records import StepSigns, StepTimes
 from parabench.runtime.collectives import synchronize
+from parabench.runtime.step_signs import os_mark, signs_between
 
 PHASES = ("input", "forward_backward", "optimizer")  # the parts of a step a clock that times phases records
 
@@ -20,10 +21,17 @@ class StepClock:
     With `phases`, the step also marks where each of its PHASES ends (`mark`, devices synchronised first: on CUDA
     that is one more wait per phase, so only benchmark cells time phases), kept per step in `phases`; the time
     after the last mark (the closing synchronisation) is counted in the last phase, so a step's phases add up to it.
+    With `signs`, what the operating system saw of the process over each kept step is kept in `signs` (its counters
+    are read just outside the clock).
     """
 
     def __init__(
-        self, devices: Sequence[torch.device], warmup_steps: int, kept: list[float] | None = None, phases: bool = False
+        self,
+        devices: Sequence[torch.device],
+        warmup_steps: int,
+        kept: list[float] | None = None,
+        phases: bool = False,
+        signs: bool = False,
     ):
         self.devices = tuple(devices)
         self.warmup_left = warmup_steps
@@ -31,6 +39,8 @@ class StepClock:
         self.warmup_durations: list[float] = []  # this process's warm-up steps, kept apart
         self.times_phases = phases
         self.phases: list[dict[str, float]] = []
+        self.reads_signs = signs
+        self.signs: list[StepSigns] = []
         self._current: dict[str, float] = {}
         self._last_mark = 0.0
 
@@ -51,6 +61,7 @@ class StepClock:
     def step(self) -> Iterator[None]:
         """Time the block; keep the duration (and its phases) unless it is a warm-up step."""
         self.synchronize()
+        before = os_mark() if self.reads_signs else None
         start = self._last_mark = time.perf_counter()
         self._current = {}
         yield
@@ -61,6 +72,8 @@ class StepClock:
             self.warmup_durations.append(end - start)
             return
         self.durations.append(end - start)
+        if before is not None:
+            self.signs.append(signs_between(before, os_mark(), end - start))
         if self.times_phases:
             last = next(reversed(self._current))
             self._current[last] += end - self._last_mark

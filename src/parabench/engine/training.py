@@ -1,13 +1,12 @@
-"""The one training loop, read top to bottom: batches dealt -> optimizer_step -> a pass -> fit (or a timed cell).
+"""The one training loop, read top to bottom: batches dealt -> optimizer_step -> a pass -> fit (engine/timed_cell.py
+times the same pass, a turn at a time).
 
 Every strategy and workload runs through it with the same data, timing and checkpoints; the strategy's own part of
 a step is its `train_step` (strategies/base.py and the strategy's module).
 """
 
 import contextlib
-import itertools
 import os
-import statistics
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -17,7 +16,7 @@ from typing import Any, cast
 import numpy as np
 import torch
 import torch.distributed as dist
-from torch import Tensor, nn
+from torch import Tensor
 from torch.utils.data import Dataset, DistributedSampler
 from tqdm import tqdm
 
@@ -26,13 +25,11 @@ from parabench.engine import checkpoint
 from parabench.engine.plan import RunPlan
 from parabench.engine.timing import StepClock
 from parabench.errors import ConfigError, RunStopped
-from parabench.io import write_json
 from parabench.models.checkpointing import checkpoint_blocks
 from parabench.models.compiled import compile_blocks
-from parabench.records import CellRun
 from parabench.runtime import load
-from parabench.runtime.collectives import broadcast_object, gather_objects, gather_to_main, on_cpu, slowest_per_step
-from parabench.runtime.memory import SavedForBackward, StepMemory, memory_kind, per_rank
+from parabench.runtime.collectives import broadcast_object, gather_objects, gather_to_main, on_cpu
+from parabench.runtime.memory import StepMemory
 from parabench.runtime.process import Process
 from parabench.runtime.torchrun import PROGRESS_ENV
 from parabench.strategies.base import LossFn, Parallelized, StepResult
@@ -509,123 +506,3 @@ def save_epoch(run: Run, epoch: int, state: dict[str, Tensor]) -> None:
             "durations": run.clock.durations,
         },
     )
-
-
-# ---- a benchmark cell: the same pass, warm-up then timed steps ----
-
-
-def endless_batches(data: WorkloadData, plan: RunPlan, shard_index: int, shard_count: int) -> Iterator[Batch]:
-    """This process's share of each global batch, epoch after epoch, as training would draw them."""
-    for epoch in itertools.count():
-        yield from epoch_batches(data, plan.global_batch, shard_index, shard_count, plan.settings.seed, epoch)
-
-
-def transform_rate(data: WorkloadData, batches: list[Batch], device: torch.device, warmup: int) -> float:
-    """Units per second of the workload's transform alone (decode, normalise, augment) on this process's device."""
-    clock = StepClock([device], warmup)
-    for batch in batches:
-        with clock.step():
-            data.transform(batch.to(device))
-    return len(batches[-1]) / statistics.median(clock.durations)
-
-
-def bytes_per_unit(fed: Batch, result: StepResult, reads_inputs: bool) -> tuple[float | None, float | None]:
-    """A unit's bytes into the model (the batch it took, `fed`, transformed where this process `reads_inputs`) and out
-    of it (the outputs the loss read in `result`): what a strategy splitting each batch over devices moves per unit (dp
-    scatters the inputs, gathers the outputs and scatters their gradients). None where this process has no outputs or
-    reads no inputs (a pipeline's stages: none is the whole model)."""
-    if result.outputs is None or not reads_inputs:
-        return None, None
-    return fed.inputs.nbytes / len(fed), result.outputs.nbytes / len(fed)
-
-
-def gradient_and_buffer_bytes(model: nn.Module) -> tuple[list[int], int]:
-    """Each trained parameter's gradient bytes, in the order the model registers them, and its buffers' bytes."""
-    gradients = [param.numel() * param.element_size() for param in model.parameters() if param.requires_grad]
-    return gradients, sum(buffer.numel() * buffer.element_size() for buffer in model.buffers())
-
-
-def allreduce_seconds(numel: int, device: torch.device, repeats: int = 3) -> float:
-    """The median time of one all-reduce of `numel` float32 values over every process, timed by a StepClock after one
-    warm-up call: the full cost of averaging a model's gradients at once, unhidden."""
-    flat = torch.zeros(numel, dtype=torch.float32, device=device)
-    clock = StepClock([device], warmup_steps=1)
-    for _ in range(repeats + 1):
-        with clock.step():
-            dist.all_reduce(flat)
-    return statistics.median(clock.durations)
-
-
-def measure_cell(
-    plan: RunPlan,
-    process: Process,
-    data: WorkloadData,
-    model_state: dict[str, Tensor],
-    warmup: int,
-    timed: int,
-    out: Path,
-    count_kept: bool = False,
-) -> None:
-    """Time `timed` steps after `warmup`, from the plain model holding `model_state`; a step lasts as long as its
-    slowest rank, and each rank records where its own step went (timing.PHASES). Before them, time the transform
-    alone on the same batches (where this process reads the inputs; rank 0 always does): whether the input path
-    could starve training. Peak memory counts the steps alone, the model's setup left out. With `count_kept`, one
-    more step, off the clock, counts the bytes autograd keeps for backward. A data-parallel run then times one
-    all-reduce of all its gradients at once: what its communication would cost if none of it were hidden behind the
-    backward pass."""
-    trainer = build_trainer(plan, process, steps_per_epoch(data.train_units, plan.global_batch), model_state)
-    trainer.parallel.module.train()
-    shard_index, shard_count = shard_of(plan, trainer.parallel, process)
-    clock = StepClock(trainer.parallel.devices, warmup, phases=True)
-    memory = StepMemory(trainer.parallel.devices)
-    batches = list(itertools.islice(endless_batches(data, plan, shard_index, shard_count), warmup + timed))
-    input_rate = (
-        transform_rate(data, batches, trainer.parallel.input_device, warmup) if trainer.parallel.reads_inputs else None
-    )
-    started = load.mark()
-    memory.reset()
-    train_pass(
-        trainer,
-        data,
-        batches,
-        warmup + timed,
-        clock,
-        progress=f"benchmark: {plan.strategy_name} on {plan.workload_name}" if process.is_main else None,
-    )
-    memory.read()
-    others = load.job_other_cpu_share(started, load.mark())
-    kept = None
-    unit_bytes: tuple[float | None, float | None] = (None, None)
-    if count_kept:  # one more step, off the clock: what its forward kept for backward (a cell's first round only)
-        with SavedForBackward() as saved:
-            result, fed = optimizer_step(trainer, data, batches[-1])
-        kept = per_rank(gather_objects({str(process.device): saved.mb}))
-        unit_bytes = bytes_per_unit(fed, result, trainer.parallel.reads_inputs)
-    durations = slowest_per_step(clock.durations)
-    phases = gather_objects(clock.phases)
-    peaks = per_rank(gather_objects(memory.peaks_mb))
-    parameters = plan.workload.parameter_count(plan.settings)
-    full_allreduce = None
-    if plan.strategy.data_parallel and plan.copies == 1 and process.world_size > 1:
-        full_allreduce = allreduce_seconds(parameters, process.device)
-    if process.is_main:
-        gradient_bytes, buffer_bytes = gradient_and_buffer_bytes(trainer.parallel.model)
-        record = CellRun(
-            unit=data.unit,
-            step_durations=durations,
-            phase_durations=phases,
-            gradient_allreduce_s=full_allreduce,
-            peak_memory_mb=peaks,
-            memory_kind=memory_kind(process.device),
-            warmup_step_durations=clock.warmup_durations,
-            saved_for_backward_mb=kept,
-            input_bytes_per_unit=unit_bytes[0],
-            output_bytes_per_unit=unit_bytes[1],
-            other_cpu_share=others,
-            parameters=parameters,
-            gradient_bytes=gradient_bytes,
-            buffer_bytes=buffer_bytes,
-            transform_units_per_s=input_rate,
-            strategy_details=trainer.parallel.details,
-        )
-        write_json(out, record.model_dump(mode="json"))

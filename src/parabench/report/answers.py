@@ -68,9 +68,12 @@ def noise_sentence(noise: NoiseFloor) -> str:
         why = f"No A/A control ran here: {noise.why_none or 'no control'}."
         return why + (f" A difference within {least:.1%} (smallest_difference) is not named." if least else "")
     low, high = noise.aa_ci95
+    per_step = (high - low) / 2 / (noise.aa_ratio or 1.0)
+    beyond = "beyond" if not low <= 1 <= high else "within"
     measured = (
         f"Timed twice as two cells in two processes, single against itself came out at {noise.aa_ratio:.3f}x "
-        f"(95%: {low:.3f}-{high:.3f})"
+        f"(95%: {low:.3f}-{high:.3f}): the per-step part (what the steps leave unknown) is +-{per_step:.1%}, the "
+        f"per-process part (two processes running the same) {noise.aa_floor:.1%}, {beyond} it"
     )
     if noise.aa_floor >= least:
         within = f": a difference within {noise.floor:.1%} is this machine's noise."

@@ -2,7 +2,6 @@
 with its 95% interval and a verdict against the run's noise floor (the A/A control); the checks a correct measurement
 passes; and which strategy is fastest, named only beyond the noise."""
 
-import statistics
 from typing import Any
 
 import pandas as pd
@@ -25,6 +24,7 @@ from parabench.report.benchmark_figure import draw
 from parabench.report.time_split import PART_MEANINGS, time_split, typical_parts
 from parabench.runtime.environment import describe, machine_line
 from parabench.runtime.load import CONTENDED_SHARE
+from parabench.runtime.step_signs import disturbances, kept_steps
 from parabench.stats import NO_DIFFERENCE, median_interval, noise_floor, rate_ratio, ratio_verdict
 
 REFERENCE = "single"
@@ -41,23 +41,19 @@ NOT_COMPARED = {
 
 
 def cell_result(entry: CellRuns, compute_beside: float | None) -> Cell:
-    """One cell's figures: a median over every timed step of every round, the rounds' extremes, and its time split
-    (report.time_split; a data-parallel strategy's compute is `compute_beside`, the ceiling copies' forward and
-    backward on as many devices, where one ran), compared with no other cell yet."""
-    if entry.plan is None:
+    """One cell's figures: a median over every kept step of every turn (the disturbed ones left out, with a count),
+    its interval, and its time split (report.time_split; a data-parallel strategy's compute is `compute_beside`, the
+    ceiling copies' forward and backward on as many devices, where one ran), compared with no other cell yet."""
+    if entry.plan is None or entry.run is None:
         return SkippedCell(status="skipped", reason=entry.skipped_reason or "no reason recorded")
-    plan = entry.plan
-    unit = entry.runs[-1].unit
-    steps = [duration for run in entry.runs for duration in run.step_durations]
-    per_round = [plan.global_batch / statistics.median(run.step_durations) for run in entry.runs]
-    shares = [run.other_cpu_share for run in entry.runs if run.other_cpu_share is not None]
-    median, low, high = median_interval([run.step_durations for run in entry.runs])
-    transform_rates = [run.transform_units_per_s for run in entry.runs if run.transform_units_per_s is not None]
-    # the round that took one more step off the clock, counting its bytes (the first: engine.training.measure_cell)
-    counted = next((run for run in entry.runs if run.saved_for_backward_mb is not None), None)
+    plan, run = entry.plan, entry.run
+    by_turn = kept_steps(run.turns)
+    steps = [duration for turn in by_turn for duration in turn]
+    median, low, high = median_interval(by_turn)
+    disturbed = disturbances(run.turns)
     data_parallel = plan.strategy.data_parallel and plan.copies == 1
     split = time_split(
-        entry.runs,
+        run,
         plan.strategy.name,
         communicates=plan.devices > 1 and plan.copies == 1,
         data_parallel=data_parallel,
@@ -65,37 +61,33 @@ def cell_result(entry: CellRuns, compute_beside: float | None) -> Cell:
     )
     return CellFigures(
         status="ran",
-        unit=unit,
+        unit=run.unit,
         rate=plan.global_batch / median,
         rate_ci95=[plan.global_batch / high, plan.global_batch / low],
         median_precision=(high - low) / 2 / median,
-        step_durations_by_round=[run.step_durations for run in entry.runs],
-        rate_slowest_round=min(per_round),
-        rate_fastest_round=max(per_round),
+        step_durations_by_turn=by_turn,
         step_time_s=summarize(steps),
-        rounds=len(entry.runs),
+        turns=len(run.turns),
+        disturbed_steps=disturbed,
+        contended=sum(disturbed.values()) > CONTENDED_SHARE * (len(steps) + sum(disturbed.values())),
         global_batch=plan.global_batch,
         processes=plan.processes,
         devices=plan.devices,
         devices_virtual=plan.machine.accelerator == "cpu" and plan.devices > 1,
         data_parallel=data_parallel,
-        other_cpu_share=max(shares) if shares else None,
-        contended=bool(shares) and max(shares) > CONTENDED_SHARE,
-        peak_memory_mb={
-            key: max(run.peak_memory_mb[key] for run in entry.runs) for key in entry.runs[-1].peak_memory_mb
-        },
-        memory_kind=entry.runs[-1].memory_kind,
-        saved_for_backward_mb=counted.saved_for_backward_mb if counted else None,
-        input_bytes_per_unit=counted.input_bytes_per_unit if counted else None,
-        output_bytes_per_unit=counted.output_bytes_per_unit if counted else None,
-        parameters=entry.runs[-1].parameters,
-        gradient_bytes=entry.runs[-1].gradient_bytes,
-        buffer_bytes=entry.runs[-1].buffer_bytes,
-        strategy_details=entry.runs[-1].strategy_details,
+        peak_memory_mb=run.peak_memory_mb,
+        memory_kind=run.memory_kind,
+        saved_for_backward_mb=run.saved_for_backward_mb,
+        input_bytes_per_unit=run.input_bytes_per_unit,
+        output_bytes_per_unit=run.output_bytes_per_unit,
+        parameters=run.parameters,
+        gradient_bytes=run.gradient_bytes,
+        buffer_bytes=run.buffer_bytes,
+        strategy_details=run.strategy_details,
         environment={
             **describe(plan.machine, plan.processes, plan.threads, plan.distributed),
-            f"transform_{unit}s_per_s_per_process": statistics.median(transform_rates) if transform_rates else None,
-            f"train_{unit}s_per_s_per_process": plan.global_batch / statistics.median(steps) / plan.processes,
+            f"transform_{run.unit}s_per_s_per_process": run.transform_units_per_s,
+            f"train_{run.unit}s_per_s_per_process": plan.global_batch / median / plan.processes,
         },
         **split,
         **NOT_COMPARED,
@@ -124,9 +116,9 @@ def summarize_cells(entries: list[CellRuns], smallest_difference: float = 0.0) -
     strategy (model_parallel, pipeline) changes the work itself (micro-batches, one process's threads over smaller
     kernels), so the ceiling does not bound it.
     """
-    ceilings = [entry for entry in entries if entry.cell.label == CEILING and entry.plan is not None]
+    ceilings = [entry for entry in entries if entry.cell.label == CEILING and entry.plan and entry.run]
     ceiling_devices = ceilings[0].plan.devices if ceilings and ceilings[0].plan else None
-    ceiling_compute = typical_parts(ceilings[0].runs)["forward_backward"] if ceilings else None
+    ceiling_compute = typical_parts(ceilings[0].run)["forward_backward"] if ceilings and ceilings[0].run else None
     cells = {
         entry.cell.label: cell_result(
             entry, ceiling_compute if entry.plan is not None and entry.plan.devices == ceiling_devices else None
@@ -241,8 +233,8 @@ def measurement_flags(cells: dict[str, Cell], floor: float | None) -> dict[str, 
 
 def ranking(cells: dict[str, Cell], flags: dict[str, str], floor: float | None) -> Ranking:
     """The fastest strategy, named only where it beats the next one beyond the noise; else the strategies tied with
-    it. Ranked by what the verdicts use, the speedup over single paired by round (where single ran; else the rate):
-    the pooled median step weighs a round by its steps, and a round lengthened by min_timed_s can reverse it. Cells
+    it. Ranked by what the verdicts use, the speedup over single paired by turn (where single ran; else the rate): the
+    pooled median and the paired figure are two estimates, and the verdicts use the paired one. Cells
     that bound or check the others, and flagged ones, take no part."""
     candidates = {
         label: figures
@@ -275,22 +267,6 @@ def ranking(cells: dict[str, Cell], flags: dict[str, str], floor: float | None) 
     )
 
 
-def compact(figures: Cell) -> dict[str, Any]:
-    """A cell's few headline numbers, as make run's summary prints them."""
-    if not isinstance(figures, CellFigures):
-        return {"status": "skipped"}
-    return {
-        "status": "ran",
-        f"{figures.unit}s_per_s": figures.rate,
-        "speedup": figures.speedup,
-        "speedup_verdict": figures.speedup_verdict,
-        "scaling_efficiency": figures.scaling_efficiency,
-        "efficiency_vs_ceiling": figures.efficiency_vs_ceiling,
-        "communication_share": figures.communication_share,
-        "contended": figures.contended,
-    }
-
-
 def table(results: dict[str, Cell]) -> pd.DataFrame:
     """One row per cell that ran, for `dvc plots` and the figure: its rate, spread, speedups and time split (a part
     that does not apply to the cell left empty)."""
@@ -299,8 +275,8 @@ def table(results: dict[str, Cell]) -> pd.DataFrame:
             "cell": label,
             "unit": figures.unit,
             "rate": figures.rate,
-            "rate_slowest_round": figures.rate_slowest_round,
-            "rate_fastest_round": figures.rate_fastest_round,
+            "rate_low": figures.rate_ci95[0],
+            "rate_high": figures.rate_ci95[1],
             "speedup": figures.speedup,
             "scaling_efficiency": figures.scaling_efficiency,
             "efficiency_vs_ceiling": figures.efficiency_vs_ceiling,

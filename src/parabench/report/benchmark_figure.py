@@ -1,4 +1,4 @@
-"""The benchmark figure of one workload: rate per cell with the spread over rounds, as in seed 001's figure, and
+"""The benchmark figure of one workload: rate per cell with its 95% interval, as in seed 001's figure, and
 beside it where each cell's median step goes (report.time_split's parts, stacked)."""
 
 from pathlib import Path
@@ -35,7 +35,7 @@ def draw(workload: str, rows: pd.DataFrame, skipped: list[tuple[str, str]], mach
 
 
 def benchmark_figure(workload: str, rows: pd.DataFrame, skipped: list[tuple[str, str]], machine: str) -> Figure:
-    """Left, a bar per cell that ran (error bars: slowest and fastest round, speedup and efficiency above); right,
+    """Left, a bar per cell that ran (error bars: its 95% interval, speedup and efficiency above); right,
     each cell's median step split into its parts; a note under the charts for each cell that was skipped."""
     height = 2.6 + 0.35 * len(rows)
     figure, (rates, split) = plt.subplots(1, 2, figsize=(13, height), sharey=True)
@@ -51,14 +51,12 @@ def benchmark_figure(workload: str, rows: pd.DataFrame, skipped: list[tuple[str,
 
 
 def draw_rates(axis: Axes, rows: pd.DataFrame) -> None:
-    """Rate per cell (median, a horizontal bar each, cells in the split's order), the rounds' spread as error bars,
-    the speedup vs single and efficiency against the ceiling beside each bar."""
-    errors = [rows["rate"] - rows["rate_slowest_round"], rows["rate_fastest_round"] - rows["rate"]]
+    """Rate per cell (median, a horizontal bar each, cells in the split's order), its 95% interval as error bars,
+    the speedup vs single (paired by turn) and efficiency against the ceiling beside each bar."""
+    errors = [rows["rate"] - rows["rate_low"], rows["rate_high"] - rows["rate"]]
     colours = ["#999999" if cell == "ceiling" else "#4c72b0" for cell in rows["cell"]]
     bars = axis.barh(rows["cell"], rows["rate"], xerr=errors, capsize=4, color=colours)
-    for bar, end, speedup, efficiency in zip(
-        bars, rows["rate_fastest_round"], rows["speedup"], rows["efficiency_vs_ceiling"]
-    ):
+    for bar, end, speedup, efficiency in zip(bars, rows["rate_high"], rows["speedup"], rows["efficiency_vs_ceiling"]):
         label = f"{speedup:.2f}x" if pd.notna(speedup) else ""
         label += f", {efficiency:.0%} of ceiling" if pd.notna(efficiency) else ""
         axis.annotate(
@@ -73,8 +71,8 @@ def draw_rates(axis: Axes, rows: pd.DataFrame) -> None:
     axis.invert_yaxis()
     axis.margins(x=0.45)
     axis.set_xlim(left=0)
-    axis.set_xlabel(f"{rows['unit'].iloc[0]}s/s (median; bars: slowest to fastest round)")
-    axis.set_title("throughput (speedup vs single; grey: the machine's ceiling)", fontsize=9)
+    axis.set_xlabel(f"{rows['unit'].iloc[0]}s/s (median; bars: its 95% interval)")
+    axis.set_title("throughput (speedup vs single, paired by turn; grey: the machine's ceiling)", fontsize=9)
 
 
 def draw_split(axis: Axes, rows: pd.DataFrame) -> None:

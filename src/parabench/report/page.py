@@ -1,8 +1,8 @@
 """The answer on one page: report/index.html, one section per seed experiment, everything embedded (no request).
 
 Each section asks its seed's question, answers it in sentences computed from this machine's numbers, then shows
-the evidence: the benchmark (rates with their spread over rounds, speedups, the ceiling, where each step goes, peak
-memory, contended runs, skipped strategies and why), the training run against its reference per epoch with its
+the evidence: the benchmark (rates with their intervals, speedups paired by turn, the ceiling, where each step goes,
+peak memory, disturbed steps, skipped strategies and why), the training run against its reference per epoch with its
 quality and 95% interval, the sweeps of the workload, and where its data came from. The header names the machine
 and the commit; every figure names the machine too.
 """
@@ -159,7 +159,7 @@ def benchmark_rows(benchmark: BenchmarkResults) -> list[dict[str, Any]]:
                 "speedup vs single (95%)": speedup_text(cell) if cell.speedup is not None else "-",
                 "verdict": cell.speedup_verdict or "-",
                 "of the ceiling": f"{efficiency:.0%}" if efficiency is not None else "-",
-                "rounds": cell.rounds,
+                "turns": cell.turns,
                 "median step (s)": f"{cell.step_time_s.median:.4g}",
                 "where the step goes": split_text(cell),
                 "split adds up (within 5%)": "yes"
@@ -168,7 +168,7 @@ def benchmark_rows(benchmark: BenchmarkResults) -> list[dict[str, Any]]:
                 f"peak memory, MB ({cell.memory_kind})": ", ".join(
                     f"{rank} {mb:.0f}" for rank, mb in cell.peak_memory_mb.items()
                 ),
-                "contended": "CONTENDED" if cell.contended else "no",
+                "disturbed steps left out": disturbed_text(cell.disturbed_steps),
                 "check": f"FLAGGED: {benchmark.flags[label]}" if label in benchmark.flags else "passed",
             }
         )
@@ -189,16 +189,14 @@ def stage_html(benchmark: BenchmarkResults) -> str:
     stage = benchmark.stage
     return (
         f'<p class="note">{html.escape(noise_sentence(benchmark.noise))} The stage took {stage.wall_s:.0f} s: '
-        f"{stage.start_up_share:.0%} starting workers ({stage.jobs_started} jobs), "
-        f"{stage.timed_steps_share:.0%} in timed steps{disturbed_clause(stage.runs_disturbed)}.</p>"
+        f"{stage.start_up_share:.0%} starting workers ({stage.jobs_started} jobs), {stage.setup_share:.0%} setting "
+        f"the cells up, {stage.timed_steps_share:.0%} in timed steps ({stage.turns} turns).</p>"
     )
 
 
-def disturbed_clause(runs: int) -> str:
-    """The runs timed again because other programs took the CPU meanwhile, as a clause (nothing when none was)."""
-    if not runs:
-        return ""
-    return f"; {runs} run{'s' if runs > 1 else ''} disturbed by other programs, timed again"
+def disturbed_text(disturbed: dict[str, int]) -> str:
+    """A cell's disturbed steps, left out, by why (`none` when none was)."""
+    return ", ".join(f"{count} ({why})" for why, count in disturbed.items()) or "none"
 
 
 def quality_rows(evaluation: Evaluation) -> list[dict[str, Any]]:
@@ -314,7 +312,7 @@ def section(workload: str, every_sweep: dict[str, SweepResults], machine: str) -
         f"{html.escape(question.title)}</h2>",
         f'<p class="question">{html.escape(question.question)}</p>',
         f'<p class="answer">{html.escape(answer(workload, benchmark, comparison.quality, sweeps))}</p>',
-        "<h3>Every strategy, interleaved over rounds</h3>",
+        "<h3>Every strategy, the cells taking turns step by step</h3>",
         figure_tag(benchmark_figure_file(workload).read_bytes(), f"{workload} benchmark"),
         table_html(benchmark_rows(benchmark)),
         stage_html(benchmark),

@@ -2,7 +2,7 @@
 paired difference.
 
 Two figures measure the same step ratio. The benchmark's (`speedup_benchmark`) timed both strategies in interleaved
-rounds, so that noise hit them alike, beside an A/A control; the training runs' (`speedup_training_runs`: the
+turns, so that noise hit them alike, beside an A/A control; the training runs' (`speedup_training_runs`: the
 reference's median step over the run's, their step counts counted) ran minutes or experiments apart, where other
 work or a slower spell of a shared machine can distort either. The headline `speedup` is the benchmark's whenever the
 benchmark timed the run's strategy (`speedup_from` says which), each with its 95% bootstrap interval;
@@ -25,7 +25,7 @@ SHOWN_DIGITS = 4  # significant digits of the metrics' figures: their intervals 
 INTERLEAVED_NOTE = (
     "speedup: the benchmark's interleaved figure where the benchmark timed the run's strategy (speedup_from: "
     "benchmark), else the training runs' (speedup_from: training_runs), with its 95% interval; speedup_benchmark: "
-    "the reference's rate over the run's in the benchmark stage's interleaved rounds, beside an A/A control; "
+    "the reference's rate over the run's in the benchmark stage's interleaved turns, beside an A/A control; "
     "speedup_training_runs: the reference's median training step over the run's (their step counts counted), timed "
     "minutes apart, so a slow spell of the machine can distort it; speedups_agree: whether they agree within their "
     "intervals combined; speedup_end_to_end: the reference job's wall time over the run's, start-up and evaluation "

@@ -13,6 +13,7 @@ from parabench.io import read_json
 from parabench.paths import PROBE_FILE, PROBE_NETWORK_FILE, REPORT_FILE, results_file, speedup_metrics_file
 from parabench.records import (
     BenchmarkResults,
+    CellFigures,
     Comparison,
     CurveFigures,
     PredictionResults,
@@ -22,14 +23,15 @@ from parabench.records import (
     ran,
 )
 from parabench.report.answers import fastest_sentence
-from parabench.report.benchmark import REFERENCE, compact
+from parabench.report.benchmark import REFERENCE
 from parabench.report.scaling import check_row, order_row, probe_rows
+from parabench.stats import NO_DIFFERENCE
 from parabench.workloads import WORKLOADS
 
 Written = TypeVar("Written", bound=Record)  # a results file's record
 WIDTH = 120
 SPEEDUPS = (
-    "speedups over the reference: speedup, the headline, from the benchmark's interleaved rounds with its 95% "
+    "speedups over the reference: speedup, the headline, from the benchmark's interleaved turns with its 95% "
     "interval (marked * where the benchmark did not time the strategy: then from the training runs); "
     "training_runs, the two runs' median steps, timed minutes apart; agree: whether the two figures agree "
     "within their 95% intervals combined (results/speedup has both); end_to_end, the jobs' wall times: "
@@ -78,7 +80,7 @@ def comparison(workloads: list[str]) -> tuple[list[dict[str, Any]], list[str], l
             }
         )
         if figures["contended"]:
-            verdicts.append(f"  {name}: CONTENDED: other programs took over 10% of the CPU while it was timed")
+            verdicts.append(f"  {name}: CONTENDED: other programs took over 10% of the CPU while it trained")
         origins.append(f"  {name}: {more.data_origin}")
     return rows, verdicts, origins
 
@@ -94,24 +96,42 @@ def benchmarks(workloads: list[str]) -> dict[str, BenchmarkResults]:
     return written("benchmark", workloads, BenchmarkResults)
 
 
+BENCHMARK_COLUMNS = (
+    "Benchmark: every strategy, its model kept alive, the cells taking turns step by step (median_per_s: its own "
+    "steps' median; speedup_paired: its rate over single's, turn by turn, with its 95% interval, the figure every "
+    "verdict uses; ceiling: independent copies of single side by side, the bound for data-parallel strategies on this "
+    "machine; vs_ceiling is theirs alone; comm_share: the step's communication not hidden behind compute; disturbed: "
+    "steps left out, other programs having taken the CPU meanwhile; plots/figures/benchmark-*.png splits every cell's "
+    "step into its parts):"
+)
+VERDICT_WORDS = {"faster": "faster", "slower": "slower", NO_DIFFERENCE: "within noise"}
+
+
 def benchmark_rows(workloads: list[str]) -> list[dict[str, Any]]:
-    """One row per benchmark cell that ran (and a mark for those skipped), from the speedup stage's results."""
-    rows = []
+    """One row per benchmark cell that ran (and a mark for those skipped), from the speedup stage's results: its
+    median rate (its own steps), and its speedup over single paired by turn with its 95% interval (one estimate: the
+    two need not be each other's ratio, and the columns say which is which)."""
+    rows: list[dict[str, Any]] = []
     for name, benchmark in benchmarks(workloads).items():
         for label, cell in sorted(benchmark.cells.items()):
-            figures = compact(cell)
-            rate = next((key for key in figures if key.endswith("s_per_s")), None)
+            if not isinstance(cell, CellFigures):
+                rows.append({"workload": name, "cell": label, "median_per_s": "skipped"})
+                continue
+            paired = (
+                f"{cell.speedup:.2f} ({cell.speedup_ci95[0]:.2f}-{cell.speedup_ci95[1]:.2f})"
+                if cell.speedup is not None and cell.speedup_ci95 is not None and label != REFERENCE
+                else "-"
+            )
             rows.append(
                 {
                     "workload": name,
                     "cell": label,
-                    "per_s": figures[rate] if rate else "skipped",
-                    "speedup": figures.get("speedup"),
-                    "verdict": figures.get("speedup_verdict"),
-                    "efficiency": figures.get("scaling_efficiency"),
-                    "vs_ceiling": figures.get("efficiency_vs_ceiling"),
-                    "comm_share": figures.get("communication_share"),
-                    "contended": figures.get("contended"),
+                    "median_per_s": f"{cell.rate:.4g}",
+                    "speedup_paired": paired,
+                    "verdict": "-" if label == REFERENCE else VERDICT_WORDS.get(cell.speedup_verdict or "", "-"),
+                    "vs_ceiling": cell.efficiency_vs_ceiling,
+                    "comm_share": cell.communication_share,
+                    "disturbed": sum(cell.disturbed_steps.values()),
                 }
             )
     return rows
@@ -220,10 +240,7 @@ def main() -> None:
     print("\n".join(textwrap.fill(line, WIDTH, subsequent_indent="    ") for line in verdicts))
     print("Data:")
     print("\n".join(textwrap.fill(line, WIDTH, subsequent_indent="    ") for line in origins))
-    print("\nBenchmark: every strategy, interleaved rounds (ceiling: independent copies of single")
-    print("side by side, the bound for data-parallel strategies on this machine; vs_ceiling is theirs alone;")
-    print("comm_share: the step's communication not hidden behind compute; plots/figures/benchmark-*.png splits")
-    print("every cell's step into its parts):")
+    print("\n" + textwrap.fill(BENCHMARK_COLUMNS, WIDTH))
     print(table(benchmark_rows(workloads)))
     print("Answers, named only beyond each benchmark's noise floor (its A/A control: single timed twice):")
     print("\n".join(textwrap.fill(line, WIDTH, subsequent_indent="    ") for line in answers(workloads)))

@@ -34,6 +34,7 @@ from typing import Any
 from parabench.engine.timing import PHASES
 from parabench.prediction import pipeline_bound
 from parabench.records import CellRun
+from parabench.runtime.step_signs import kept_phases, kept_steps
 
 ADDS_UP_WITHIN = 0.05  # the parts' sum against the median step, relative
 MOVE_ALL_GRADIENTS = ("ddp", "allreduce")  # strategies whose communication is one all-reduce of every gradient
@@ -66,11 +67,12 @@ def step_parts(phase_durations: list[list[dict[str, float]]]) -> list[dict[str, 
     return parts
 
 
-def typical_parts(runs: list[CellRun]) -> dict[str, float]:
-    """Each part's mean over the typical steps of every run (round) of a cell: the central half of its timed steps
-    by duration, where its median step lies (a part's own median would not add up with the others')."""
+def typical_parts(run: CellRun) -> dict[str, float]:
+    """Each part's mean over the typical steps of a cell's turns (its disturbed steps left out): the central half of
+    its kept steps by duration, where its median step lies (a part's own median would not add up with the others')."""
     steps = sorted(
-        (parts for run in runs for parts in step_parts(run.phase_durations)), key=lambda parts: sum(parts.values())
+        (parts for phases in kept_phases(run.turns) for parts in step_parts(phases)),
+        key=lambda parts: sum(parts.values()),
     )
     typical = steps[len(steps) // 4 : len(steps) - len(steps) // 4]
     return {part: statistics.fmean(step[part] for step in typical) for part in typical[0]}
@@ -92,15 +94,15 @@ def cut_parts(details: dict[str, Any], forward_backward: float) -> dict[str, flo
 
 
 def time_split(
-    runs: list[CellRun], strategy: str, communicates: bool, data_parallel: bool, compute_beside: float | None
+    run: CellRun, strategy: str, communicates: bool, data_parallel: bool, compute_beside: float | None
 ) -> dict[str, Any]:
     """The split of a cell's median step: `communicates` false for a run with nothing to communicate (one device,
     the ceiling's copies); `compute_beside`, for a data-parallel strategy, the ceiling copies' forward and backward
     on the same devices (None where no comparable ceiling ran)."""
-    parts = typical_parts(runs)
+    parts = typical_parts(run)
     forward_backward = parts.pop("forward_backward")
     split = {"input": parts["input"]}
-    cut = cut_parts(runs[-1].strategy_details, forward_backward)
+    cut = cut_parts(run.strategy_details, forward_backward)
     if not communicates:
         split["compute"] = forward_backward
     elif cut is not None:
@@ -111,16 +113,16 @@ def time_split(
     else:
         split["forward_backward"] = forward_backward
     split |= {"optimizer": parts["optimizer"], "idle": parts["idle"]}
-    step = statistics.median(duration for run in runs for duration in run.step_durations)
-    full = [run.gradient_allreduce_s for run in runs if run.gradient_allreduce_s is not None]
+    step = statistics.median(duration for turn in kept_steps(run.turns) for duration in turn)
+    full = run.gradient_allreduce_s
     hidden = None
     if "communication" in split and full and strategy in MOVE_ALL_GRADIENTS:
-        hidden = min(1.0, max(0.0, 1 - split["communication"] / statistics.median(full)))
+        hidden = min(1.0, max(0.0, 1 - split["communication"] / full))
     return {
         "time_split_s": split,
         "time_split_vs_step": sum(split.values()) / step - 1,
         "time_split_adds_up": abs(sum(split.values()) / step - 1) <= ADDS_UP_WITHIN,
-        "gradient_allreduce_s": statistics.median(full) if full else None,
+        "gradient_allreduce_s": full,
         "communication_share": split["communication"] / step if "communication" in split else None,
         "communication_hidden_share": hidden,
     }

@@ -40,18 +40,37 @@ def release_free_heap() -> None:
         LIBC.malloc_trim(0)
 
 
-def _high_water_mark_kib() -> int | None:
-    """VmHWM of this process in KiB, where /proc tells it."""
+def _status_kib(field: str) -> int | None:
+    """A field of /proc/self/status in KiB (VmHWM, VmRSS), where /proc tells it."""
     try:
         lines = STATUS.read_text().splitlines()
     except OSError:
         return None
-    return next((int(line.split()[1]) for line in lines if line.startswith("VmHWM:")), None)
+    return next((int(line.split()[1]) for line in lines if line.startswith(f"{field}:")), None)
+
+
+def devices_of(device: torch.device) -> list[torch.device]:
+    """Every device a process on `device` may hold memory on: each visible GPU, or the CPU."""
+    if device.type == "cuda":
+        return [torch.device("cuda", index) for index in range(torch.cuda.device_count())]
+    return [device]
+
+
+def memory_now_mb(devices: Sequence[torch.device]) -> dict[str, float]:
+    """The memory held now on each device, in MiB (CUDA: tensors allocated; CPU: the resident set)."""
+    return {
+        str(device): (
+            torch.cuda.memory_allocated(device) / 2**20
+            if device.type == "cuda"
+            else (_status_kib("VmRSS") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) / 2**10
+        )
+        for device in devices
+    }
 
 
 def _cpu_peak_resettable() -> bool:
     """Whether this process can reset its resident set's high-water mark."""
-    return CLEAR_REFS.exists() and _high_water_mark_kib() is not None
+    return CLEAR_REFS.exists() and _status_kib("VmHWM") is not None
 
 
 def reset_peak(device: torch.device) -> None:
@@ -66,7 +85,7 @@ def peak_memory_mb(device: torch.device) -> float:
     """Peak memory in MiB on `device` since its last reset (CUDA: tensors allocated; CPU: the resident set's peak)."""
     if device.type == "cuda":
         return torch.cuda.max_memory_allocated(device) / 2**20
-    kib = _high_water_mark_kib() if _cpu_peak_resettable() else None
+    kib = _status_kib("VmHWM") if _cpu_peak_resettable() else None
     return (kib if kib is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) / 2**10
 
 

@@ -1,6 +1,7 @@
 """Start N worker processes of a Python module through torchrun, or one plain process, with a thread budget."""
 
 import contextlib
+import functools
 import logging
 import os
 import select
@@ -102,9 +103,13 @@ class WorkerJob:
     The launcher (torchrun, or the one plain worker) gets SIGTERM when this process dies, even by SIGKILL, and its
     workers die with it (runtime.process.die_with_parent): nothing trains on after the stage that started it.
     torchrun's own temporary folders (torchelastic_*) go into a folder of ours, removed when the job is closed.
+    `death_signal` is what the launcher gets when this process dies: SIGTERM lets torchrun stop its workers; a job
+    that is ever paused needs SIGKILL, which a stopped process cannot leave pending.
     """
 
-    def __init__(self, command: list[str], threads: int, what: str, max_restarts: int = 0):
+    def __init__(
+        self, command: list[str], threads: int, what: str, max_restarts: int = 0, death_signal: int = signal.SIGTERM
+    ):
         log.info("launching: %s", " ".join(command))
         self.what = what
         self._scratch = tempfile.TemporaryDirectory(prefix="parabench-workers-")
@@ -115,7 +120,10 @@ class WorkerJob:
             "TMPDIR": self._scratch.name,
             PROGRESS_ENV: str(self._progress),
         }
-        self.process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, preexec_fn=_terminate_with_parent)
+        self.process = subprocess.Popen(
+            command, env=env, stderr=subprocess.PIPE, preexec_fn=functools.partial(die_with_parent, death_signal)
+        )
+        self._members: list[psutil.Process] | None = None
         self._tail: str = ""
         self._hung: list[str] | None = None
         self._reader = threading.Thread(target=self._read_stderr, args=(max_restarts == 0,), daemon=True)
@@ -127,6 +135,22 @@ class WorkerJob:
     def running(self) -> bool:
         """Whether the job is still running."""
         return self.process.poll() is None
+
+    def pause(self) -> None:
+        """Stop every process of the job (SIGSTOP) until `resume`: a paused job takes no CPU at all, where an idle one
+        still wakes (gloo's network thread about 100 times a second in every rank, torchrun's monitor 12 times). Its
+        processes are the ones alive at the first pause; a paused job can be killed (close) but not terminated."""
+        if self._members is None:
+            self._members = [psutil.Process(self.process.pid), *psutil.Process(self.process.pid).children(True)]
+        for member in reversed(self._members):
+            with contextlib.suppress(psutil.NoSuchProcess):
+                member.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """Let a paused job's processes run again (SIGCONT)."""
+        for member in self._members or []:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                member.send_signal(signal.SIGCONT)
 
     def wait(self) -> None:
         """Wait for the job to end; raise ParabenchError naming what failed when it did not end well."""
@@ -158,12 +182,6 @@ class WorkerJob:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _terminate_with_parent() -> None:
-    """In the launcher, before it runs: SIGTERM when the process that started it dies (torchrun then stops its
-    workers, which also die with it on their own)."""
-    die_with_parent(signal.SIGTERM)
 
 
 def _watch(process: subprocess.Popen[bytes], kill_after_stop: bool) -> tuple[str, list[str] | None]:

@@ -65,7 +65,7 @@ class BlockCosts:
 @contextlib.contextmanager
 def remembered_block_times() -> Iterator[None]:
     """Within it, block_costs times a model (its blocks' kinds and parameter shapes) on a sample (its shape, device,
-    threads) once, and hands back the same times after: a warm benchmark worker cuts every round of a cell alike,
+    threads) once, and hands back the same times after: a benchmark job cuts every cell of one model alike,
     and its later cells skip the timing (several forward and backward passes of the whole model each)."""
     global _remembered
     _remembered = {}
@@ -114,7 +114,7 @@ def _timed_blocks(model: nn.Sequential, sample_inputs: Tensor, repeats: int) -> 
     """Each block's median forward+backward seconds and output bytes, and the share of the CPU other programs took
     meanwhile (None where /proc/stat cannot tell). The blocks are timed in rounds, every block once a round, the first
     round left out: a slow spell (a core waking, memory first touched) falls on every block alike rather than on the
-    first one timed, as the benchmark's rounds interleave its cells."""
+    first one timed, as the benchmark's turns interleave its cells."""
     started = mark()
     sandboxes = [copy.deepcopy(block).to(sample_inputs.device) for block in model]
     inputs = [sample_inputs]  # each block's input: the previous block's output on the sample
