@@ -16,8 +16,9 @@ def main() -> None:
     parser.add_argument("workload", choices=sorted(WORKLOADS))
     args = parser.parse_args()
     params, raw = load_params(), read_raw_params()
-    options = params.benchmark
-    planned = plan_benchmark(raw, args.workload, options.strategies, resolve(params.hardware).devices)
+    options, machine = params.benchmark, resolve(params.hardware)
+    scale = params.timing_scale(machine.accelerator)
+    planned = plan_benchmark(raw, args.workload, options.strategies, machine.devices, scale)
     stage = run_cells(planned, options, f"benchmark@{args.workload}")
     write_cell_runs(results_file("benchmark_cells", args.workload), planned, stage)
 

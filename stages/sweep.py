@@ -7,6 +7,7 @@ from parabench.cli import stage_main
 from parabench.config import load_params, read_raw_params
 from parabench.engine.cells import plan_sweep, run_cells, write_cell_runs
 from parabench.paths import results_file
+from parabench.runtime.hardware import resolve
 
 
 def main() -> None:
@@ -15,7 +16,7 @@ def main() -> None:
     args = parser.parse_args()
     params, raw = load_params(), read_raw_params()
     sweep = params.sweep(args.sweep)
-    _, planned = zip(*plan_sweep(raw, sweep, params.scale))
+    _, planned = zip(*plan_sweep(raw, sweep, params.timing_scale(resolve(params.hardware).accelerator)))
     stage = run_cells(list(planned), sweep, f"sweep@{args.sweep}")
     write_cell_runs(results_file("sweep_cells", args.sweep), list(planned), stage)
 

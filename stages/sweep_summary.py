@@ -22,7 +22,8 @@ def main() -> None:
     sweep = params.sweep(args.sweep)
     timed = results_file("sweep_cells", args.sweep)
     measured = read_cell_runs(timed)
-    points, cells = zip(*sweep_cells(sweep, params.scale))
+    scale = next((entry.plan.scale for entry in measured.cells if entry.plan), params.scale)  # as they were timed
+    points, cells = zip(*sweep_cells(sweep, scale))
     if [cell.label for cell in cells] != [entry.cell.label for entry in measured.cells]:
         raise ConfigError(
             f"{timed} holds other cells than sweeps.{args.sweep} in params.yaml: run "
@@ -32,7 +33,7 @@ def main() -> None:
     write_sweep(
         args.sweep,
         sweep,
-        params.scale,
+        scale,
         list(points),
         [figures[cell.label] for cell in cells],
         measured.stage,

@@ -7,6 +7,7 @@ import torch
 
 from parabench.config import load_params
 from parabench.engine import check
+from parabench.engine.cells import Cell, plan_cell
 from parabench.engine.check import check_all
 from parabench.engine.plan import make_plan
 from parabench.errors import ConfigError, StrategyUnavailable
@@ -399,3 +400,23 @@ def test_the_schema_names_the_registries_strategies_and_workloads_in_their_order
     """params.yaml's choices are typed Literals (mypy reads them); the registries are what runs: one list each."""
     assert get_args(StrategyName) == tuple(STRATEGIES)
     assert get_args(WorkloadName) == tuple(WORKLOADS)
+
+
+def test_the_cells_are_timed_at_the_seeds_sizes_on_a_gpu_and_at_the_run_s_scale_on_the_cpu(base_params, write_params):
+    """benchmark.scale_on: on CUDA a quick-scale step is Python's launches (7-40 ms on an H200), so the cells time the
+    paper scale there; on the CPU the run's own scale. The choice reaches every cell's plan."""
+    params = load_params(write_params(base_params))
+    assert params.timing_scale("cpu") == "quick" and params.timing_scale("cuda") == "paper"
+    quick, paper = (
+        plan_cell(params.model_dump(), Cell("fashion_mnist", "single"), scale).plan for scale in ("quick", "paper")
+    )
+    assert quick is not None and paper is not None
+    assert (quick.scale, quick.global_batch) == ("quick", 128) and (paper.scale, paper.global_batch) == ("paper", 256)
+    base_params["benchmark"]["scale_on"]["cuda"] = "run"
+    assert load_params(write_params(base_params)).timing_scale("cuda") == "quick", "run: params.yaml's scale"
+
+
+def test_a_scale_the_workloads_do_not_define_is_refused_in_scale_on(base_params, write_params):
+    base_params["benchmark"]["scale_on"]["cuda"] = "huge"
+    with pytest.raises(ConfigError, match=r"benchmark\.scale_on\.cuda: 'huge' is not defined for workload"):
+        load_params(write_params(base_params))

@@ -47,6 +47,7 @@ def record(strategy: str, seconds: float, devices: int, contended: bool = False)
         other_cpu_share=0.0,
         load_average_1m=0.1,
         environment={},
+        scale="tiny",  # as the benchmark's cells below
     )
 
 
@@ -136,3 +137,13 @@ def test_timing_data_says_it_is_real_pixels_of_a_dataset_or_drawn_from_the_seed(
         update={"data_provenance": None, "data_origin": "synthetic: 8 random images; drawn from seed 0"}
     )
     assert compare(drawn, record("single", 100, 1), evaluation, None, None)["data_origin"] == "synthetic, seeded"
+
+
+def test_a_benchmark_timed_at_another_scale_is_not_the_headline():
+    """On a GPU the cells time the seeds' sizes (benchmark.scale_on): a quick run's speedup then comes from the
+    training runs, for a ratio at another batch is another answer."""
+    evaluation = Evaluation.model_validate({"train": {}, "reference": {}})
+    timed = benchmark(0.5).model_copy(update={"scale": "paper"})
+    both = speedups(record("ddp", 50, 2), record("single", 100, 1), timed)
+    assert both.speedup_from == "training_runs" and both.speedup_benchmark is None
+    assert compare(record("ddp", 50, 2), record("single", 100, 1), evaluation, timed, None)["speedup_verdict"] is None

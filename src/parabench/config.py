@@ -4,7 +4,7 @@ import copy
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -103,10 +103,15 @@ class CellTiming(Strict):
         return self
 
 
+RUN_SCALE = "run"  # benchmark.scale_on's word for params.yaml's own `scale`
+
+
 class BenchmarkOptions(CellTiming):
-    """The benchmark stage: which strategies, and how their cells are timed."""
+    """The benchmark stage: which strategies, how their cells are timed, and at which scale on each accelerator (the
+    benchmark's and the sweeps' cells: `run`, params.yaml's `scale`, or a scale's name)."""
 
     strategies: Annotated[list[StrategyName], Field(min_length=1)]
+    scale_on: dict[Literal["cpu", "cuda"], str]
 
     @field_validator("strategies")
     @classmethod
@@ -279,6 +284,15 @@ class Params(Strict):
                     "strategy, so that a later `-S strategy=pipeline` does not fail); set it to at "
                     f"most {batch_size}",
                 )
+        for accelerator, timed_at in self.benchmark.scale_on.items():
+            defined = {workload: [RUN_SCALE, *getattr(self.scales, workload)] for workload in WORKLOADS}
+            missing = [workload for workload, scales in defined.items() if timed_at not in scales]
+            if missing:
+                raise SettingProblem(
+                    f"benchmark.scale_on.{accelerator}",
+                    f"{timed_at!r} is not defined for workload {missing[0]!r}; write {RUN_SCALE} (the scale "
+                    f"params.yaml's `scale` names) or one of: {', '.join(sorted(getattr(self.scales, missing[0])))}",
+                )
         for name, sweep in self.sweeps.items():
             if sweep.values_at(self.scale) is None:
                 raise SettingProblem(
@@ -300,6 +314,12 @@ class Params(Strict):
                 "hardware.nodes: 1",
             )
         return self
+
+    def timing_scale(self, accelerator: str) -> str:
+        """The scale the benchmark's and the sweeps' cells are timed at on `accelerator` (benchmark.scale_on): on a
+        GPU the quick scale's steps are Python's launches, not the strategy's work (7-40 ms on an H200)."""
+        timed_at = self.benchmark.scale_on.get(accelerator, RUN_SCALE)  # type: ignore[call-overload]
+        return self.scale if timed_at == RUN_SCALE else timed_at
 
     def settings(self, workload: str) -> TrainSettings:
         """The hyper-parameters of `workload` at the chosen scale."""

@@ -353,6 +353,9 @@ def ran(cells: dict[str, Cell], label: str) -> CellFigures | None:
 class CellsSummary(Record):
     """Timed cells summarised (report/benchmark.py): each cell's figures, the noise floor, the flags and the ranking."""
 
+    scale: str | None = Field(
+        description="the scale the cells were timed at (benchmark.scale_on); None: no cell could be planned"
+    )
     cells: dict[str, Cell] = Field(description="label -> the cell's figures, or why it was skipped")
     noise: NoiseFloor = Field(description="the A/A control and the noise floor it sets")
     flags: dict[str, str] = Field(description="label -> why the cell's figure is not an answer")

@@ -39,16 +39,17 @@ class Layout:
     distributed: bool
     processes: int
     threads: int
-    apart: bool = False  # a second job of the same processes (the A/A control's)
+    apart: int = 0  # k > 0: the k-th job of the same processes beside the shared one (a control's)
 
     @classmethod
-    def of(cls, plan: RunPlan, apart: bool = False) -> "Layout":
-        """The layout of a planned cell; `apart`: in a job of its own beside the layout's shared one."""
+    def of(cls, plan: RunPlan, apart: int = 0) -> "Layout":
+        """The layout of a planned cell; `apart` k > 0: in the k-th job of its own beside the layout's shared one."""
         return cls(plan.distributed, plan.processes_per_node, plan.threads, apart)
 
     def __str__(self) -> str:
         kind = f"{self.processes} torchrun rank(s)" if self.distributed else "1 plain process"
-        return f"{kind} x {self.threads} thread(s){', apart' if self.apart else ''}"
+        apart = "" if not self.apart else ", apart" if self.apart == 1 else f", apart {self.apart}"
+        return f"{kind} x {self.threads} thread(s){apart}"
 
 
 class CellJob:
@@ -110,7 +111,7 @@ class CellJobs:
         self.scratch, self.what = scratch, what
         self.jobs: dict[Layout, CellJob] = {}
 
-    def of(self, plan: RunPlan, apart: bool = False) -> CellJob:
+    def of(self, plan: RunPlan, apart: int = 0) -> CellJob:
         """The job of a cell's layout, launched when the layout's first cell asks (its workers then import and join
         the process group on their own)."""
         layout = Layout.of(plan, apart)

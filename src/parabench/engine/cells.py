@@ -39,6 +39,7 @@ CEILING = "ceiling"
 CONTROL = "single_control"  # the A/A control: single timed again, as a cell of its own
 REFERENCE_LINES = ("single", "model_parallel")
 MAX_LENGTHENING = 16  # a turn takes at most 16 times timing's turn_steps
+SETTLE_EVERY = 5  # turns between two looks at which cells are known within their goal (each look bootstraps them all)
 
 
 @dataclass(frozen=True)
@@ -49,16 +50,16 @@ class Cell:
     strategy: str
     overrides: tuple[tuple[str, Any], ...] = ()
     copies: int = 1
-    control: bool = False  # the A/A control: the same run as another cell, timed as a cell of its own
+    control: int = 0  # k > 0: the k-th control, the same run as another cell, timed in a job of its own
 
     @property
     def label(self) -> str:
         """The cell's name in results: the strategy, its overrides, `ceiling` for side-by-side copies, or
-        `single_control` for the A/A control."""
+        `single_control` for the A/A control (`single_control_<k>` for a k-th)."""
         if self.copies > 1:
             return CEILING
         if self.control:
-            return CONTROL
+            return CONTROL if self.control == 1 else f"{CONTROL}_{self.control}"
         return " ".join([self.strategy, *(f"{key}={value}" for key, value in self.overrides)])
 
 
@@ -81,10 +82,11 @@ def this_node(machine: Machine) -> Machine:
     return machine.model_copy(update={"nodes": 1})
 
 
-def plan_cell(raw_params: dict[str, Any], cell: Cell) -> CellRuns:
-    """Validate the params with the cell's overrides and plan it; a cell that cannot run is skipped, with why."""
-    where = f"{PARAMS_FILE} with {dict(cell.overrides)}" if cell.overrides else str(PARAMS_FILE)
-    params = validate_params(with_overrides(raw_params, dict(cell.overrides)), where)
+def plan_cell(raw_params: dict[str, Any], cell: Cell, scale: str) -> CellRuns:
+    """Validate the params with the cell's overrides, at `scale`, and plan it; a cell that cannot run is skipped, with
+    why."""
+    overrides = {**dict(cell.overrides), "scale": scale}
+    params = validate_params(with_overrides(raw_params, overrides), f"{PARAMS_FILE} with {overrides}")
     try:
         plan = make_plan(
             params,
@@ -203,7 +205,7 @@ def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTi
                 progress.update()
                 if stage.timed_steps_s >= timing.max_timed_s:
                     break
-                if stage.turns >= timing.min_turns:
+                if stage.turns >= timing.min_turns and (stage.turns - timing.min_turns) % SETTLE_EVERY == 0:
                     settled |= {entry.cell.label for entry in due if known_within(entry, reference, timing.within)}
         jobs.stop()
     for entry in runnable:
@@ -268,23 +270,23 @@ def read_cell_runs(path: Path) -> MeasuredCells:
 
 
 def benchmark_cells(workload: str, strategies: Sequence[str], devices: int) -> list[Cell]:
-    """Every listed strategy, `single` again in the middle of the order (the A/A control, as far from `single` as
-    the rotation allows), plus `devices` copies of `single` side by side: what the shared machine allows."""
+    """Every listed strategy, `single` again right after `single` (the A/A control: in every turn the two run next to
+    each other, so that their ratio holds what two processes differ by, not the machine's drift over a turn), plus
+    `devices` copies of `single` side by side: what the shared machine allows."""
     cells = [Cell(workload, strategy) for strategy in strategies]
     if "single" in strategies:
-        cells.insert(
-            min(len(cells), strategies.index("single") + (len(cells) + 1) // 2), Cell(workload, "single", control=True)
-        )
+        cells.insert(strategies.index("single") + 1, Cell(workload, "single", control=1))
     if devices > 1:
         cells.append(Cell(workload, "single", copies=devices))
     return cells
 
 
 def plan_benchmark(
-    raw_params: dict[str, Any], workload: str, strategies: Sequence[str], devices: int
+    raw_params: dict[str, Any], workload: str, strategies: Sequence[str], devices: int, scale: str
 ) -> list[CellRuns]:
-    """The benchmark of `workload` (its strategies and the ceiling over `devices`), each cell planned or skipped."""
-    return [plan_cell(raw_params, cell) for cell in benchmark_cells(workload, strategies, devices)]
+    """The benchmark of `workload` at `scale` (its strategies and the ceiling over `devices`), each cell planned or
+    skipped."""
+    return [plan_cell(raw_params, cell, scale) for cell in benchmark_cells(workload, strategies, devices)]
 
 
 @dataclass(frozen=True)
@@ -307,4 +309,6 @@ def sweep_cells(sweep: Sweep, scale: str) -> list[tuple[SweepPoint, Cell]]:
 
 def plan_sweep(raw_params: dict[str, Any], sweep: Sweep, scale: str) -> list[tuple[SweepPoint, CellRuns]]:
     """Each of the sweep's cells at `scale`, on the inputs the sweep names, planned or skipped, with its point."""
-    return [(point, plan_cell(sweep_params(raw_params, sweep), cell)) for point, cell in sweep_cells(sweep, scale)]
+    return [
+        (point, plan_cell(sweep_params(raw_params, sweep), cell, scale)) for point, cell in sweep_cells(sweep, scale)
+    ]

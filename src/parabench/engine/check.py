@@ -64,16 +64,14 @@ def check_all(params: Params) -> list[str]:
     runs = [
         make_plan(params, workload_name, role, machine=machine) for workload_name in params.inputs for role in ROLES
     ]
-    raw = params.model_dump()
+    raw, scale = params.model_dump(), params.timing_scale(machine.accelerator)
     planned = [
         (f"benchmark@{workload_name}", entry)
         for workload_name in params.inputs
-        for entry in plan_benchmark(raw, workload_name, params.benchmark.strategies, machine.devices)
+        for entry in plan_benchmark(raw, workload_name, params.benchmark.strategies, machine.devices, scale)
     ]
     planned += [
-        (f"sweep@{name}", entry)
-        for name, sweep in params.sweeps.items()
-        for _, entry in plan_sweep(raw, sweep, params.scale)
+        (f"sweep@{name}", entry) for name, sweep in params.sweeps.items() for _, entry in plan_sweep(raw, sweep, scale)
     ]
     if machine.accelerator == "cpu":
         for slow in slow_precisions(

@@ -134,7 +134,10 @@ def summarize_cells(entries: list[CellRuns], smallest_difference: float = 0.0) -
         for label, figures in cells.items()
     }
     flags = measurement_flags(compared, noise.floor)
-    return CellsSummary(cells=compared, noise=noise, flags=flags, ranking=ranking(compared, flags, noise.floor))
+    scale = next((entry.plan.scale for entry in entries if entry.plan is not None), None)
+    return CellsSummary(
+        scale=scale, cells=compared, noise=noise, flags=flags, ranking=ranking(compared, flags, noise.floor)
+    )
 
 
 def with_comparisons(

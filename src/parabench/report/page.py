@@ -155,8 +155,8 @@ def benchmark_rows(benchmark: BenchmarkResults) -> list[dict[str, Any]]:
         rows.append(
             {
                 "cell": label,
-                f"{cell.unit}s/s": f"{cell.rate:.3g}",
-                "speedup vs single (95%)": speedup_text(cell) if cell.speedup is not None else "-",
+                f"{cell.unit}s/s (its median step)": f"{cell.rate:.3g}",
+                "speedup vs single, paired by turn (95%)": speedup_text(cell) if cell.speedup is not None else "-",
                 "verdict": cell.speedup_verdict or "-",
                 "of the ceiling": f"{efficiency:.0%}" if efficiency is not None else "-",
                 "turns": cell.turns,

@@ -34,10 +34,12 @@ INTERLEAVED_NOTE = (
 
 
 def benchmark_speedup(
-    benchmark: CellsSummary | None, strategy: str, reference: str
+    benchmark: CellsSummary | None, strategy: str, reference: str, scale: str
 ) -> tuple[float, float, float] | None:
-    """The benchmark's rate of `strategy` over that of `reference`, with its 95% interval, when both ran there."""
-    if benchmark is None:
+    """The benchmark's rate of `strategy` over that of `reference`, with its 95% interval, when both ran there, at
+    the run's `scale` (on a GPU the benchmark times the seeds' sizes: benchmark.scale_on; a ratio at another scale is
+    another answer)."""
+    if benchmark is None or benchmark.scale != scale:
         return None
     run, ref = ran(benchmark.cells, strategy), ran(benchmark.cells, reference)
     return rate_ratio(run, ref) if run is not None and ref is not None else None
@@ -78,7 +80,7 @@ def speedups(run: RunRecord, reference: RunRecord, benchmark: CellsSummary | Non
     """The headline speedup with its interval and where it comes from, both figures it is chosen from with their
     intervals, and whether they agree (module docstring)."""
     training_runs = training_runs_speedup(run, reference)
-    interleaved = benchmark_speedup(benchmark, run.strategy, reference.strategy)
+    interleaved = benchmark_speedup(benchmark, run.strategy, reference.strategy, run.scale)
     headline = interleaved or training_runs
     return Speedups(
         speedup=headline[0],
