@@ -7,9 +7,9 @@ others' with the per-step part (what the steps of one run leave unknown) beside 
 The first process is the reference; each other one is a control in a job of its own, as the benchmark's A/A control
 is. For each, its ratio to the reference (paired by turn, with its 95% interval: stats.ratio_interval) is printed;
 then the per-step part, the intervals' median half-width, and the per-process part: the spread (standard deviation,
-on a log scale) of the processes' ratios beyond what their intervals explain (the ratios' variance less their
-squared standard errors). A per-process part near 0 says one A/A control is a fair noise floor; a large one says
-two processes running the same thing differ by that much here, and the floor must allow it.
+on a log scale) of the processes' levels, the reference's included, beyond what their intervals explain (the
+variance less their squared standard errors). A per-process part near 0 says one A/A control is a fair noise floor;
+a large one says two processes running the same thing differ by that much here, and the floor must allow it.
 """
 
 import argparse
@@ -31,12 +31,13 @@ def planned(workload: str, processes: int, raw: dict[str, Any], scale: str) -> l
 
 
 def per_process_part(ratios: list[tuple[float, float, float]]) -> tuple[float, float]:
-    """The per-step part (the median half-width of the ratios' intervals, log scale) and the per-process part (the
-    ratios' spread on a log scale beyond their standard errors: sqrt(variance - mean squared error), 0 when none)."""
-    logs = [math.log(point) for point, _, _ in ratios]
-    errors = [math.log(high / low) / 2 / Z_95 for _, low, high in ratios]
+    """The per-step part (the median half-width of the ratios' intervals, log scale) and the per-process part: the
+    spread on a log scale of every process's level (the reference's at 0, each other's at its ratio to it) beyond
+    what their standard errors explain, sqrt(variance - mean squared error), 0 when none."""
+    logs = [0.0, *(math.log(point) for point, _, _ in ratios)]
+    errors = [0.0, *(math.log(high / low) / 2 / Z_95 for _, low, high in ratios)]
     per_step = statistics.median(math.log(high / low) / 2 for _, low, high in ratios)
-    spread = statistics.variance(logs) - statistics.fmean(error**2 for error in errors) if len(logs) > 1 else 0.0
+    spread = statistics.variance(logs) - statistics.fmean(error**2 for error in errors)
     return per_step, math.sqrt(max(0.0, spread))
 
 

@@ -16,7 +16,15 @@ def test_processes_that_agree_within_their_intervals_have_no_per_process_part():
 
 
 def test_processes_apart_beyond_their_intervals_have_a_per_process_part_of_about_their_spread():
+    """The reference at 1.0 and three others at 0.95, 1.0 and 1.05, each known within 0.1%."""
     ratios = [(0.95, 0.949, 0.951), (1.0, 0.999, 1.001), (1.05, 1.049, 1.051)]
     _, per_process = per_process_part(ratios)
-    spread = math.sqrt(sum(math.log(point) ** 2 for point, _, _ in ratios) / 2)
-    assert per_process == pytest.approx(spread, rel=0.01)
+    levels = [0.0, *(math.log(point) for point, _, _ in ratios)]
+    mean = sum(levels) / 4
+    assert per_process == pytest.approx(math.sqrt(sum((level - mean) ** 2 for level in levels) / 3), rel=0.01)
+
+
+def test_every_other_process_apart_from_the_reference_shows_as_a_per_process_part():
+    """Three controls alike, 5% from the reference: the reference is the process apart, and that counts too."""
+    _, per_process = per_process_part([(1.05, 1.049, 1.051)] * 3)
+    assert per_process > 0.02

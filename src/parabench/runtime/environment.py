@@ -3,6 +3,7 @@
 import os
 import platform
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -67,6 +68,13 @@ def reproducibility_settings() -> dict[str, Any]:
     }
 
 
+def allocator() -> str:
+    """The memory allocator the processes run with: what LD_PRELOAD puts before glibc's malloc (tcmalloc, jemalloc, as
+    PyTorch's CPU tuning guide suggests), else glibc. It moves step times by 10% or more here (docs/metrics.md)."""
+    preloaded = [Path(library).name for library in os.environ.get("LD_PRELOAD", "").replace(":", " ").split()]
+    return ", ".join(preloaded) or "glibc"
+
+
 def machine_identity() -> dict[str, Any]:
     """What makes timings on this machine comparable: the same identity means the same hardware and software."""
     return {
@@ -82,6 +90,7 @@ def machine_identity() -> dict[str, Any]:
         "cudnn": cudnn_version(),
         "nccl": nccl_version(),
         "reproducibility": reproducibility_settings(),
+        "allocator": allocator(),
         "python": platform.python_version(),
         "platform": platform.platform(),
     }
