@@ -280,8 +280,8 @@ class ScriptedJobs:
     def __exit__(self, *failure) -> None:
         return None
 
-    def of(self, plan, apart=False) -> "ScriptedJobs":
-        self.jobs[(plan.strategy_name, apart)] = self
+    def of(self, plan, owner="") -> "ScriptedJobs":
+        self.jobs[(plan.strategy_name, owner)] = self
         return self
 
     def joined(self) -> float:

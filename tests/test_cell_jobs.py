@@ -1,5 +1,5 @@
-"""Cell jobs: one per process layout, the A/A control in a job of its own, so that its floor spans two processes; the
-commands reach a blocked worker without polling; a paused job takes no CPU at all."""
+"""Cell jobs: one per process layout, single and its A/A control in jobs of their own, so that the two differ only by
+being two processes; the commands reach a blocked worker without polling; a paused job takes no CPU at all."""
 
 import signal
 import sys
@@ -15,7 +15,7 @@ from parabench.engine.cell_jobs import CellJobs
 from parabench.runtime.torchrun import WorkerJob
 
 
-def test_cells_of_a_layout_share_its_job_and_the_a_a_control_gets_its_own(monkeypatch, tmp_path):
+def test_cells_of_a_layout_share_its_job_and_single_and_its_a_a_control_each_get_their_own(monkeypatch, tmp_path):
     started = []
 
     class RecordedJob:
@@ -27,12 +27,16 @@ def test_cells_of_a_layout_share_its_job_and_the_a_a_control_gets_its_own(monkey
     ranks = SimpleNamespace(distributed=True, processes_per_node=2, threads=1)
     with CellJobs(tmp_path, "benchmark@test") as jobs:
         jobs.close = lambda: None
-        single, model_parallel, control = jobs.of(plan), jobs.of(plan), jobs.of(plan, apart=True)
+        single, control = jobs.of(plan, owner="single"), jobs.of(plan, owner="single_control")
+        model_parallel, pipeline = jobs.of(plan), jobs.of(plan)
         ddp, fsdp = jobs.of(ranks), jobs.of(ranks)
-    assert single is model_parallel is not control and ddp is fsdp is not single
+    assert (
+        model_parallel is pipeline and ddp is fsdp and len({id(job) for job in (single, control, pipeline, ddp)}) == 4
+    )
     assert started == [
+        "1 plain process x 2 thread(s), single alone",
+        "1 plain process x 2 thread(s), single_control alone",
         "1 plain process x 2 thread(s)",
-        "1 plain process x 2 thread(s), apart",
         "2 torchrun rank(s) x 1 thread(s)",
     ]
 
@@ -68,6 +72,16 @@ def test_the_launcher_stops_waiting_once_the_workers_are_gone(tmp_path):
     launcher.close()
 
 
+def until(done, seconds: float = 1.0) -> bool:
+    """Whether `done()` comes true within `seconds` (a signal is delivered, not received, when kill returns)."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def test_a_paused_job_takes_no_cpu_until_it_is_resumed(tmp_path):
     busy = [sys.executable, "-c", "import time\nwhile True: time.sleep(0.001)"]
     job = WorkerJob(busy, threads=1, what="a waking process", death_signal=signal.SIGKILL)
@@ -75,13 +89,12 @@ def test_a_paused_job_takes_no_cpu_until_it_is_resumed(tmp_path):
         process = psutil.Process(job.process.pid)
         time.sleep(0.3)
         job.pause()
-        assert process.status() == psutil.STATUS_STOPPED
+        assert until(lambda: process.status() == psutil.STATUS_STOPPED), "the signal arrives within a second"
         before = sum(process.cpu_times()[:2])
         time.sleep(0.5)
         assert sum(process.cpu_times()[:2]) == before, "not one wake-up while paused"
         job.resume()
-        time.sleep(0.3)
-        assert process.status() != psutil.STATUS_STOPPED and job.running()
+        assert until(lambda: process.status() != psutil.STATUS_STOPPED) and job.running()
         job.pause()
     finally:
         job.close()

@@ -1,6 +1,6 @@
 """The jobs that time benchmark and sweep cells: one job of workers per process layout (one plain process; N ranks
-under torchrun), each keeping every cell of its layout alive from its setup to the stage's last turn, and the A/A
-control in a job of its own.
+under torchrun), each keeping every cell of its layout alive from its setup to the stage's last turn; `single` and
+its A/A control have a job each to themselves.
 
 Starting a worker (importing torch and torchvision, torchrun's agent, the process group) takes seconds, more than a
 quick cell's timed steps, and every process on 2 cores takes memory and start-up time from the others: so cells share
@@ -8,7 +8,8 @@ their layout's job. Every job of a stage is launched at once, so that their star
 step; the cells are then set up one at a time (their warm-up, and what a cut times of its blocks, run on a quiet
 machine), and take their turns. The A/A control runs `single` again in processes of its own: two processes running
 the same thing differ (where their memory lies, which core they get) where two cells of one process do not, and the
-noise floor it sets must span that.
+noise floor it sets must span that. `single` is alone in its job too: beside other cells' models (model_parallel's,
+the pipeline's) its steps ran 2-5% slower than the control's alone, a difference that was not the machine's noise.
 
 A job whose cells are not being timed is paused (SIGSTOP): an idle rank still wakes, gloo's network thread about 100
 times a second and torchrun's monitor 12 times, and on 2 cores each wake-up takes a core from the cell being timed,
@@ -39,17 +40,16 @@ class Layout:
     distributed: bool
     processes: int
     threads: int
-    apart: int = 0  # k > 0: the k-th job of the same processes beside the shared one (a control's)
+    owner: str = ""  # the cell that has a job of these processes to itself ("": the layout's shared job)
 
     @classmethod
-    def of(cls, plan: RunPlan, apart: int = 0) -> "Layout":
-        """The layout of a planned cell; `apart` k > 0: in the k-th job of its own beside the layout's shared one."""
-        return cls(plan.distributed, plan.processes_per_node, plan.threads, apart)
+    def of(cls, plan: RunPlan, owner: str = "") -> "Layout":
+        """The layout of a planned cell; `owner`: the cell's label, where it has a job of its own."""
+        return cls(plan.distributed, plan.processes_per_node, plan.threads, owner)
 
     def __str__(self) -> str:
         kind = f"{self.processes} torchrun rank(s)" if self.distributed else "1 plain process"
-        apart = "" if not self.apart else ", apart" if self.apart == 1 else f", apart {self.apart}"
-        return f"{kind} x {self.threads} thread(s){apart}"
+        return f"{kind} x {self.threads} thread(s){f', {self.owner} alone' if self.owner else ''}"
 
 
 class CellJob:
@@ -111,10 +111,10 @@ class CellJobs:
         self.scratch, self.what = scratch, what
         self.jobs: dict[Layout, CellJob] = {}
 
-    def of(self, plan: RunPlan, apart: int = 0) -> CellJob:
-        """The job of a cell's layout, launched when the layout's first cell asks (its workers then import and join
-        the process group on their own)."""
-        layout = Layout.of(plan, apart)
+    def of(self, plan: RunPlan, owner: str = "") -> CellJob:
+        """The job of a cell's layout (of its own where `owner` names it), launched when its first cell asks (its
+        workers then import and join the process group on their own)."""
+        layout = Layout.of(plan, owner)
         if layout not in self.jobs:
             inbox = self.scratch / f"job-{len(self.jobs) + 1}"
             self.jobs[layout] = CellJob(plan, layout, inbox, f"{self.what} ({layout})")

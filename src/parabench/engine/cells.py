@@ -53,6 +53,12 @@ class Cell:
     control: int = 0  # k > 0: the k-th control, the same run as another cell, timed in a job of its own
 
     @property
+    def alone(self) -> bool:
+        """Whether the cell has a job of its own: `single`, which every ratio is taken against, and each A/A control,
+        so that the two differ only by being two processes, with no other cell's model beside either."""
+        return self.strategy == "single" and self.copies == 1 and not self.overrides
+
+    @property
     def label(self) -> str:
         """The cell's name in results: the strategy, its overrides, `ceiling` for side-by-side copies, or
         `single_control` for the A/A control (`single_control_<k>` for a k-th)."""
@@ -176,7 +182,11 @@ def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTi
         tempfile.TemporaryDirectory(prefix="parabench-cells-") as scratch,
         CellJobs(Path(scratch), what) as jobs,
     ):
-        job_of = {entry.cell.label: jobs.of(entry.plan, apart=entry.cell.control) for entry in runnable if entry.plan}
+        job_of = {
+            entry.cell.label: jobs.of(entry.plan, owner=entry.cell.label if entry.cell.alone else "")
+            for entry in runnable
+            if entry.plan
+        }
         stage.jobs_started = len(jobs.jobs)
         ready_s = max((job.joined() for job in jobs.jobs.values()), default=0.0)
         stage.start_up_s = time.monotonic() - began
