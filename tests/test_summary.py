@@ -14,7 +14,7 @@ from parabench.report import summary
 from parabench.report.speedup import compare, details
 from parabench.stats import paired_difference
 from tests.conftest import PROJECT_ROOT
-from tests.report_fixture import benchmark_results
+from tests.report_fixture import benchmark_results, write_pipeline_outputs
 from tests.setups import run_record
 from tests.test_speedup_report import benchmark as timed_pair
 
@@ -82,7 +82,7 @@ def test_a_cut_strategy_shows_no_efficiency_against_the_data_parallel_ceiling(
     outputs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rows = {row["cell"]: row for row in summary.benchmark_rows(["fashion_mnist"])}
-    assert rows["model_parallel"]["vs_ceiling"] is None and rows["dp"]["median_per_s"] == "skipped"
+    assert rows["model_parallel"]["vs_ceiling"] is None and rows["dp"]["per_s"] == "skipped"
     summary.main()
     line = next(line for line in capsys.readouterr().out.splitlines() if "model_parallel" in line)
     assert line.split()[-2] == "-", line
@@ -97,3 +97,15 @@ def test_a_workload_left_out_of_inputs_is_left_out_though_an_earlier_run_s_files
     summary.main()
     printed = capsys.readouterr().out
     assert "fashion_mnist: no detectable difference" in printed and "hotdog" not in printed
+
+
+def test_a_rate_and_a_speedup_on_one_line_are_one_estimate(tmp_path, monkeypatch):
+    """Each cell's rate is single's times its paired speedup: on every line, per_s over single's per_s is the speedup
+    shown beside it (each cell's own median, another estimate, stays in results/)."""
+    monkeypatch.chdir(tmp_path)
+    write_pipeline_outputs(tmp_path)
+    rows = {row["cell"]: row for row in summary.benchmark_rows(["fashion_mnist"])}
+    single = float(rows["single"]["per_s"])
+    for label in ("ddp", "ceiling", "model_parallel"):
+        speedup = float(rows[label]["speedup_paired"].split()[0])
+        assert float(rows[label]["per_s"]) / single == pytest.approx(speedup, abs=0.006), label

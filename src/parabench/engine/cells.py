@@ -1,4 +1,5 @@
-"""Benchmark and sweep cells: a workload under a strategy with overrides, each in a worker of its own, timed in turns.
+"""Benchmark and sweep cells: a workload under a strategy with overrides, kept alive in its job's workers, timed in
+turns.
 
 The benchmark stage and the sweeps share this runner; every cell runs the same steps. A timing stage writes what it
 measured as measured (write_cell_runs); the speedup and sweep_summary stages draw the figures from that file
@@ -7,9 +8,10 @@ is planned as skipped, with its reason, before any heavy work. Every cell's work
 set up alone (model, warm-up); then the cells take turns of `turn_steps` steps, turn t of every cell within seconds of
 the others', the order rotated every turn (a cyclic Latin square: over as many turns as cells, every cell takes every
 place). After `min_turns`, turns go on until every cell's speedup over `single` (or, without single, its median step)
-is known within `within`, or `max_turns` have run. A cell whose steps take less than `min_turn_s` a turn (a GPU's
-milliseconds) takes as many more steps a turn, as timeit's autorange does. The benchmark times `single` twice, as two
-cells in two processes (the A/A control): their ratio is the run's own noise floor.
+is known within `within`, or `max_turns` have run, or the stage has timed `max_timed_s` seconds of steps. A cell
+whose steps take less than `min_turn_s` a turn (a GPU's milliseconds) takes as many more steps a turn, as timeit's
+autorange does. The benchmark times `single` twice, as two cells in two processes (the A/A control): their ratio is
+the run's own noise floor.
 """
 
 import logging
@@ -39,7 +41,7 @@ CEILING = "ceiling"
 CONTROL = "single_control"  # the A/A control: single timed again, as a cell of its own
 REFERENCE_LINES = ("single", "model_parallel")
 MAX_LENGTHENING = 16  # a turn takes at most 16 times timing's turn_steps
-SETTLE_EVERY = 5  # turns between two looks at which cells are known within their goal (each look bootstraps them all)
+SETTLE_EVERY = 5  # turns between two looks at whether every cell is known within its goal (a look bootstraps them all)
 
 
 @dataclass(frozen=True)
@@ -130,9 +132,11 @@ def turn_steps(entry: CellRuns) -> list[list[float]]:
 
 
 def known_within(entry: CellRuns, reference: CellRuns | None, within: float) -> bool:
-    """Whether the cell's speedup over `reference` (its median step where there is none, or it is the reference) is
-    known within `within`: its 95% interval's half-width over its value."""
-    if reference is None or reference is entry:
+    """Whether the cell's speedup over `reference` (its median step where there is none) is known within `within`:
+    its 95% interval's half-width over its value. The reference is what the others are known against."""
+    if reference is entry:
+        return True
+    if reference is None:
         point, low, high = median_interval(turn_steps(entry))
     else:
         point, low, high = ratio_interval(turn_steps(reference), turn_steps(entry))
@@ -169,10 +173,10 @@ class StageTime:
 
 def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTime:
     """Launch every runnable cell's worker at once, set each cell up alone, then time the cells in turns, in rotating
-    order: every cell takes timing.min_turns; after them a cell takes more only while its speedup over `single` is not
-    yet known within timing.within (single itself while any other cell does), until timing.max_turns turns or
-    timing.max_timed_s seconds of timed steps. Keeps each cell's run in its CellRuns; returns where the stage's time
-    went."""
+    order, every cell every turn (so that each one's median covers the same stretch of time as the others'): at least
+    timing.min_turns, then until every speedup over `single` is known within timing.within, or timing.max_turns
+    turns, or timing.max_timed_s seconds of timed steps. Keeps each cell's run in its CellRuns; returns where the
+    stage's time went."""
     began, stage = time.monotonic(), StageTime()
     runnable = [entry for entry in planned if entry.plan is not None]
     reference = next((entry for entry in runnable if entry.cell.label == "single"), None)
@@ -197,17 +201,9 @@ def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTi
             entry.setup = job_of[entry.cell.label].setup(entry.cell.label, entry.plan, timing.warmup_steps)
             lengths[entry.cell.label] = turn_length(timing, entry.setup)
             stage.setup_s += entry.setup.setup_s
-        settled: set[str] = set()
         with tqdm(total=timing.max_turns, unit="turn", desc="turns", disable=None) as progress:
             for turn_index in range(timing.max_turns):
-                due = [
-                    entry
-                    for entry in interleaved(runnable, turn_index)
-                    if turn_index < timing.min_turns or entry.cell.label not in settled or entry is reference
-                ]
-                if turn_index >= timing.min_turns and all(entry is reference for entry in due):
-                    break
-                for entry in due:
+                for entry in interleaved(runnable, turn_index):
                     turn = job_of[entry.cell.label].turn(entry.cell.label, lengths[entry.cell.label])
                     entry.turns.append(turn)
                     stage.timed_steps_s += sum(turn.step_durations)
@@ -215,8 +211,9 @@ def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTi
                 progress.update()
                 if stage.timed_steps_s >= timing.max_timed_s:
                     break
-                if stage.turns >= timing.min_turns and (stage.turns - timing.min_turns) % SETTLE_EVERY == 0:
-                    settled |= {entry.cell.label for entry in due if known_within(entry, reference, timing.within)}
+                looks = stage.turns >= timing.min_turns and (stage.turns - timing.min_turns) % SETTLE_EVERY == 0
+                if looks and all(known_within(entry, reference, timing.within) for entry in runnable):
+                    break
         jobs.stop()
     for entry in runnable:
         assert entry.setup is not None

@@ -12,7 +12,7 @@ from parabench.records import (
     SweepResults,
     ran,
 )
-from parabench.report.benchmark import REFERENCE
+from parabench.report.benchmark import REFERENCE, paired_rate
 from parabench.stats import rate_ratio, ratio_verdict
 
 
@@ -108,7 +108,7 @@ def fastest_sentence(workload: str, benchmark: CellsSummary) -> str:
             low, high = ranking.margin_ci95
             ahead = f", ahead of {runner_up} by {ranking.margin:.2f}x ({low:.2f}x-{high:.2f}x)"
         sentences = [
-            f"The fastest strategy here is {ranking.fastest}: {fastest.rate:.3g} {fastest.unit}s/s, "
+            f"The fastest strategy here is {ranking.fastest}: {paired_rate(fastest, reference):.3g} {fastest.unit}s/s, "
             f"{speedup_text(fastest)} single{ahead}."
         ]
     else:
@@ -127,7 +127,7 @@ def fastest_sentence(workload: str, benchmark: CellsSummary) -> str:
         if cell.efficiency_vs_ceiling is not None and label not in flags
     ]
     if parallel:
-        sentences.append(ceiling_sentence(*max(parallel, key=lambda pair: pair[1].rate)))
+        sentences.append(ceiling_sentence(*max(parallel, key=lambda pair: paired_rate(pair[1], reference))))
     sentences += [f"Not an answer: {label}, {why}." for label, why in flags.items()]
     return " ".join(sentences)
 

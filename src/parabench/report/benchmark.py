@@ -94,6 +94,15 @@ def cell_result(entry: CellRuns, compute_beside: float | None) -> Cell:
     )
 
 
+def paired_rate(figures: CellFigures, reference: CellFigures | None) -> float:
+    """A cell's rate as its paired speedup puts it: single's median rate times the speedup, so that a rate and a
+    speedup shown side by side are one estimate (the cell's own median, `rate`, is another: results/ keep it). The
+    cell's own median rate where no speedup was measured (single itself, or no single)."""
+    if reference is None or figures.speedup is None or figures is reference:
+        return figures.rate
+    return reference.rate * figures.speedup
+
+
 def largest_rank_memory(figures: CellFigures) -> tuple[float, float | None]:
     """A summarised cell's largest rank: its peak memory (MB) and the activations it kept for backward (MiB, None where
     they were not counted), what a memory knob is judged by."""

@@ -40,9 +40,10 @@ from parabench.records import (
     RunRecord,
     SweepResults,
     probe_record,
+    ran,
 )
 from parabench.report.answers import QUESTIONS, answer, noise_sentence, speedup_text
-from parabench.report.benchmark import largest_rank_memory, skipped
+from parabench.report.benchmark import REFERENCE, largest_rank_memory, paired_rate, skipped
 from parabench.report.epoch_figure import epoch_figure
 from parabench.report.scaling import check_row, order_row, probe_rows
 from parabench.report.time_split import PART_MEANINGS
@@ -146,8 +147,10 @@ def split_text(cell: CellFigures) -> str:
 
 def benchmark_rows(benchmark: BenchmarkResults) -> list[dict[str, Any]]:
     """One row per cell that ran: rate, speedup with its interval and verdict, efficiency, step, split, memory, load,
-    and why its figure is not an answer where a check flagged it."""
+    and why its figure is not an answer where a check flagged it. The rate is the one the speedup gives (single's
+    median rate times it), so that the two columns are one estimate; the median step is the cell's own."""
     rows = []
+    reference = ran(benchmark.cells, REFERENCE)
     for label, cell in benchmark.cells.items():
         if not isinstance(cell, CellFigures):
             continue
@@ -155,7 +158,7 @@ def benchmark_rows(benchmark: BenchmarkResults) -> list[dict[str, Any]]:
         rows.append(
             {
                 "cell": label,
-                f"{cell.unit}s/s (its median step)": f"{cell.rate:.3g}",
+                f"{cell.unit}s/s (single's x the speedup)": f"{paired_rate(cell, reference):.3g}",
                 "speedup vs single, paired by turn (95%)": speedup_text(cell) if cell.speedup is not None else "-",
                 "verdict": cell.speedup_verdict or "-",
                 "of the ceiling": f"{efficiency:.0%}" if efficiency is not None else "-",

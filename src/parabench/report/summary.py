@@ -23,7 +23,7 @@ from parabench.records import (
     ran,
 )
 from parabench.report.answers import fastest_sentence
-from parabench.report.benchmark import REFERENCE
+from parabench.report.benchmark import REFERENCE, paired_rate
 from parabench.report.scaling import check_row, order_row, probe_rows
 from parabench.stats import NO_DIFFERENCE
 from parabench.workloads import WORKLOADS
@@ -97,9 +97,10 @@ def benchmarks(workloads: list[str]) -> dict[str, BenchmarkResults]:
 
 
 BENCHMARK_COLUMNS = (
-    "Benchmark: every strategy, its model kept alive, the cells taking turns step by step (median_per_s: its own "
-    "steps' median; speedup_paired: its rate over single's, turn by turn, with its 95% interval, the figure every "
-    "verdict uses; ceiling: independent copies of single side by side, the bound for data-parallel strategies on this "
+    "Benchmark: every strategy, its model kept alive, the cells taking turns step by step (speedup_paired: its rate "
+    "over single's, turn by turn, with its 95% interval, the figure every verdict uses; per_s: single's median rate "
+    "times that speedup, so that the two columns are one estimate (results/benchmark/ keep each cell's own median); "
+    "ceiling: independent copies of single side by side, the bound for data-parallel strategies on this "
     "machine; vs_ceiling is theirs alone; comm_share: the step's communication not hidden behind compute; disturbed: "
     "steps left out, other programs having taken the CPU meanwhile; plots/figures/benchmark-*.png splits every cell's "
     "step into its parts):"
@@ -109,13 +110,14 @@ VERDICT_WORDS = {"faster": "faster", "slower": "slower", NO_DIFFERENCE: "within 
 
 def benchmark_rows(workloads: list[str]) -> list[dict[str, Any]]:
     """One row per benchmark cell that ran (and a mark for those skipped), from the speedup stage's results: its
-    median rate (its own steps), and its speedup over single paired by turn with its 95% interval (one estimate: the
-    two need not be each other's ratio, and the columns say which is which)."""
+    speedup over single paired by turn with its 95% interval, and the rate that speedup gives it (single's median
+    rate times the speedup: one estimate, the two columns each other's ratio)."""
     rows: list[dict[str, Any]] = []
     for name, benchmark in benchmarks(workloads).items():
+        reference = ran(benchmark.cells, REFERENCE)
         for label, cell in sorted(benchmark.cells.items()):
             if not isinstance(cell, CellFigures):
-                rows.append({"workload": name, "cell": label, "median_per_s": "skipped"})
+                rows.append({"workload": name, "cell": label, "per_s": "skipped"})
                 continue
             paired = (
                 f"{cell.speedup:.2f} ({cell.speedup_ci95[0]:.2f}-{cell.speedup_ci95[1]:.2f})"
@@ -126,7 +128,7 @@ def benchmark_rows(workloads: list[str]) -> list[dict[str, Any]]:
                 {
                     "workload": name,
                     "cell": label,
-                    "median_per_s": f"{cell.rate:.4g}",
+                    "per_s": f"{paired_rate(cell, reference):.4g}",
                     "speedup_paired": paired,
                     "verdict": "-" if label == REFERENCE else VERDICT_WORDS.get(cell.speedup_verdict or "", "-"),
                     "vs_ceiling": cell.efficiency_vs_ceiling,
