@@ -169,7 +169,9 @@ class CellRun(CellSetup):
     """A benchmark or sweep cell as its job's workers measured it: set up once, then timed turn by turn, in turn with
     the other cells, its model and optimiser alive between its turns."""
 
-    turns: list[CellTurn] = Field(description="every turn, in order; turn t of every cell ran within the same pass")
+    turns: list[CellTurn] = Field(
+        description="every turn, in order; turn t of every cell ran within the same pass (a settled cell stops early)"
+    )
 
 
 class PairedDifference(Record):
@@ -338,7 +340,7 @@ class StageShares(Record):
     setup_share: float = Field(description="setup_s over wall_s")
     timed_steps_share: float = Field(description="timed_steps_s over wall_s")
     jobs_started: int = Field(description="worker jobs started: one per cell that ran")
-    turns: int = Field(description="turns every cell took")
+    turns: int = Field(description="the stage's turns (single took each; a settled cell fewer)")
 
 
 Cell = Annotated[CellFigures | SkippedCell, Field(discriminator="status")]

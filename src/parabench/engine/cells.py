@@ -41,7 +41,7 @@ CEILING = "ceiling"
 CONTROL = "single_control"  # the A/A control: single timed again, as a cell of its own
 REFERENCE_LINES = ("single", "model_parallel")
 MAX_LENGTHENING = 16  # a turn takes at most 16 times timing's turn_steps
-SETTLE_EVERY = 5  # turns between two looks at whether every cell is known within its goal (a look bootstraps them all)
+SETTLE_EVERY = 5  # turns between two looks at which cells are known within their goal (a look bootstraps each one)
 
 
 @dataclass(frozen=True)
@@ -173,10 +173,11 @@ class StageTime:
 
 def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTime:
     """Launch every runnable cell's worker at once, set each cell up alone, then time the cells in turns, in rotating
-    order, every cell every turn (so that each one's median covers the same stretch of time as the others'): at least
-    timing.min_turns, then until every speedup over `single` is known within timing.within, or timing.max_turns
-    turns, or timing.max_timed_s seconds of timed steps. Keeps each cell's run in its CellRuns; returns where the
-    stage's time went."""
+    order: every cell at least timing.min_turns turns; then, looked at every SETTLE_EVERY turns, a cell whose speedup
+    over `single` is known within timing.within takes no more turns (its turns so far stay paired with single's), so
+    the noisier cells get the time the settled ones leave, until every cell is settled, or timing.max_turns turns, or
+    timing.max_timed_s seconds of timed steps. `single` takes every turn. Keeps each cell's run in its CellRuns;
+    returns where the stage's time went."""
     began, stage = time.monotonic(), StageTime()
     runnable = [entry for entry in planned if entry.plan is not None]
     reference = next((entry for entry in runnable if entry.cell.label == "single"), None)
@@ -201,9 +202,10 @@ def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTi
             entry.setup = job_of[entry.cell.label].setup(entry.cell.label, entry.plan, timing.warmup_steps)
             lengths[entry.cell.label] = turn_length(timing, entry.setup)
             stage.setup_s += entry.setup.setup_s
+        timing_now = list(runnable)
         with tqdm(total=timing.max_turns, unit="turn", desc="turns", disable=None) as progress:
             for turn_index in range(timing.max_turns):
-                for entry in interleaved(runnable, turn_index):
+                for entry in interleaved(timing_now, turn_index):
                     turn = job_of[entry.cell.label].turn(entry.cell.label, lengths[entry.cell.label])
                     entry.turns.append(turn)
                     stage.timed_steps_s += sum(turn.step_durations)
@@ -212,8 +214,14 @@ def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTi
                 if stage.timed_steps_s >= timing.max_timed_s:
                     break
                 looks = stage.turns >= timing.min_turns and (stage.turns - timing.min_turns) % SETTLE_EVERY == 0
-                if looks and all(known_within(entry, reference, timing.within) for entry in runnable):
-                    break
+                if looks:
+                    timing_now = [
+                        entry
+                        for entry in timing_now
+                        if entry is reference or not known_within(entry, reference, timing.within)
+                    ]
+                    if all(entry is reference for entry in timing_now):
+                        break
         jobs.stop()
     for entry in runnable:
         assert entry.setup is not None
