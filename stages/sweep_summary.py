@@ -4,7 +4,7 @@ import argparse
 
 from parabench.cli import stage_main
 from parabench.config import load_params
-from parabench.engine.cells import read_cell_runs, sweep_cells
+from parabench.engine.cells import read_cell_runs, sweep_cells, timed_scale
 from parabench.errors import ConfigError
 from parabench.io import read_json
 from parabench.paths import PROBE_FILE, results_file
@@ -22,7 +22,7 @@ def main() -> None:
     sweep = params.sweep(args.sweep)
     timed = results_file("sweep_cells", args.sweep)
     measured = read_cell_runs(timed)
-    scale = next((entry.plan.scale for entry in measured.cells if entry.plan), params.scale)  # as they were timed
+    scale = timed_scale(measured.cells) or params.scale  # as they were timed
     points, cells = zip(*sweep_cells(sweep, scale))
     if [cell.label for cell in cells] != [entry.cell.label for entry in measured.cells]:
         raise ConfigError(

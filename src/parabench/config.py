@@ -284,8 +284,8 @@ class Params(Strict):
                     "strategy, so that a later `-S strategy=pipeline` does not fail); set it to at "
                     f"most {batch_size}",
                 )
+        defined = {workload: [RUN_SCALE, *getattr(self.scales, workload)] for workload in WORKLOADS}
         for accelerator, timed_at in self.benchmark.scale_on.items():
-            defined = {workload: [RUN_SCALE, *getattr(self.scales, workload)] for workload in WORKLOADS}
             missing = [workload for workload, scales in defined.items() if timed_at not in scales]
             if missing:
                 raise SettingProblem(

@@ -126,6 +126,11 @@ def turn_length(timing: CellTiming, setup: CellSetup) -> int:
     return timing.turn_steps * min(MAX_LENGTHENING, max(1, math.ceil(timing.min_turn_s / turn_s)))
 
 
+def timed_scale(entries: Sequence[CellRuns]) -> str | None:
+    """The scale a stage's cells were planned and timed at (benchmark.scale_on); None where no cell could be planned."""
+    return next((entry.plan.scale for entry in entries if entry.plan is not None), None)
+
+
 def turn_steps(entry: CellRuns) -> list[list[float]]:
     """The cell's step times so far, turn by turn, its disturbed steps left out."""
     return kept_steps(entry.turns)
@@ -133,9 +138,7 @@ def turn_steps(entry: CellRuns) -> list[list[float]]:
 
 def known_within(entry: CellRuns, reference: CellRuns | None, within: float) -> bool:
     """Whether the cell's speedup over `reference` (its median step where there is none) is known within `within`:
-    its 95% interval's half-width over its value. The reference is what the others are known against."""
-    if reference is entry:
-        return True
+    its 95% interval's half-width over its value."""
     if reference is None:
         point, low, high = median_interval(turn_steps(entry))
     else:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from parabench.engine.cells import CEILING, CONTROL, CellRuns, MeasuredCells
+from parabench.engine.cells import CEILING, CONTROL, CellRuns, MeasuredCells, timed_scale
 from parabench.engine.timing import summarize
 from parabench.io import write_atomic, write_json
 from parabench.paths import benchmark_figure_file, benchmark_table_file, results_file
@@ -143,9 +143,12 @@ def summarize_cells(entries: list[CellRuns], smallest_difference: float = 0.0) -
         for label, figures in cells.items()
     }
     flags = measurement_flags(compared, noise.floor)
-    scale = next((entry.plan.scale for entry in entries if entry.plan is not None), None)
     return CellsSummary(
-        scale=scale, cells=compared, noise=noise, flags=flags, ranking=ranking(compared, flags, noise.floor)
+        scale=timed_scale(entries),
+        cells=compared,
+        noise=noise,
+        flags=flags,
+        ranking=ranking(compared, flags, noise.floor),
     )
 
 
