@@ -4,8 +4,9 @@
 import argparse
 
 from parabench.cli import stage_main
-from parabench.config import load_params, read_raw_params
+from parabench.config import load_params
 from parabench.engine.cells import plan_benchmark, run_cells, write_cell_runs
+from parabench.params_file import read_raw_params
 from parabench.paths import results_file
 from parabench.runtime.hardware import resolve
 from parabench.workloads import WORKLOADS

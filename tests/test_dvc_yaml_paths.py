@@ -20,6 +20,11 @@ def dvc_yaml() -> dict[str, Any]:
     return yaml.safe_load((ROOT / "dvc.yaml").read_text())
 
 
+def dvc_yaml_vars(spec: dict[str, Any]) -> dict[str, Any]:
+    """The values dvc.yaml defines in its `vars` (beside the files it names, params.yaml)."""
+    return {key: value for entry in spec["vars"] if isinstance(entry, dict) for key, value in entry.items()}
+
+
 def expand(text: str, values: dict[str, Any]) -> str:
     """dvc.yaml's ${name} and ${item.field} interpolation, for the names this test supplies."""
 
@@ -37,7 +42,7 @@ def stage_instances() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
     """Every stage of the pipeline files as DVC names it (foreach and matrix expanded for params.yaml:
     `train@hotdog`), with its body and the values its ${...} interpolate."""
     spec, params = dvc_yaml(), load_params()
-    variables = {"datasets": spec["vars"][0]["datasets"], "scale": params.scale}
+    variables = {"datasets": dvc_yaml_vars(spec)["datasets"], "scale": params.scale}
     instances = []
     for name, stage in pipeline_stages().items():
         body = stage.get("do", stage)
@@ -152,7 +157,7 @@ def test_the_source_records_folder_holds_what_paths_names():
 
 
 def test_dvc_yaml_lists_the_registry_datasets_and_params_yaml_every_workload():
-    assert sorted(dvc_yaml()["vars"][0]["datasets"]) == sorted(DATASETS) == DATASET_NAMES
+    assert sorted(dvc_yaml_vars(dvc_yaml())["datasets"]) == sorted(DATASETS) == DATASET_NAMES
     assert set(load_params().inputs) == set(WORKLOADS)
 
 

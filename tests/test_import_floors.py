@@ -15,6 +15,7 @@ FLOORS = {
     "io": 0,
     "paths": 0,
     "cli": 0,
+    "params_file": 0,
     "batch": 0,
     "stats": 0,
     "records": 0,

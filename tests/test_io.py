@@ -1,9 +1,14 @@
-"""staged_folder: the staged folder replaces its destination only when the block succeeds."""
+"""Atomic writes: a staged folder replaces its destination only when the block succeeds; a file that does not fit
+the disk is DiskFull, naming the folder, the bytes and the space free, with the earlier file kept."""
 
+import errno
+import shutil
 from pathlib import Path
 
 import pytest
 
+from parabench import io
+from parabench.errors import DiskFull
 from parabench.io import staged_folder
 
 
@@ -21,3 +26,38 @@ def test_a_succeeding_staged_folder_replaces_the_destination(tmp_path: Path) -> 
         (staging / "new.txt").write_bytes(b"new")
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["new.txt"]
+
+
+def test_a_file_that_cannot_fit_is_refused_before_a_byte_is_written(tmp_path: Path, monkeypatch) -> None:
+    earlier = tmp_path / "out" / "model.pt"
+    earlier.parent.mkdir()
+    earlier.write_bytes(b"earlier")
+    monkeypatch.setattr(io.shutil, "disk_usage", lambda folder: shutil._ntuple_diskusage(10_000, 9_000, 1_000))
+    with pytest.raises(DiskFull) as refused:
+        io.write_bytes(earlier, b"x" * 5_000)
+    message = str(refused.value)
+    assert "no space left" in message and "5,000 bytes" in message and "1,000 bytes free" in message
+    assert str(earlier.parent) in message and "kept" in message
+    assert earlier.read_bytes() == b"earlier" and sorted(p.name for p in earlier.parent.iterdir()) == ["model.pt"]
+
+
+def test_a_disk_that_fills_during_the_write_leaves_the_earlier_file_and_no_temporary(tmp_path: Path, monkeypatch):
+    earlier = tmp_path / "results.json"
+    earlier.write_text("{}")
+
+    def fill_up(tmp: Path, data: bytes) -> None:
+        with tmp.open("wb") as stream:
+            stream.write(data[:3])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_bytes", fill_up)
+    with pytest.raises(DiskFull, match="no space left on the device") as refused:
+        io.write_bytes(earlier, b"0123456789")
+    assert "did not fit" in str(refused.value) and str(tmp_path) in str(refused.value)
+    assert earlier.read_text() == "{}" and [p.name for p in tmp_path.iterdir()] == ["results.json"]
+
+
+def test_other_write_errors_pass_through_unchanged(tmp_path: Path) -> None:
+    with pytest.raises(PermissionError):
+        io.write_atomic(tmp_path / "x.txt", lambda tmp: (_ for _ in ()).throw(PermissionError("read-only")))
+    assert list(tmp_path.iterdir()) == []

@@ -1,30 +1,57 @@
-"""How a stage ends: a user error as one `error:` line (exit 2), Ctrl-C as one line (exit 130), no traceback."""
+"""How a stage ends: a user error as one `error:` line (exit 2), Ctrl-C as one line naming the stage and how far it
+got (exit 130), no traceback; a worker names its rank in an error and leaves Ctrl-C to its launcher."""
 
+import os
 import subprocess
 import sys
 import textwrap
 
 
-def run_stage(body: str) -> subprocess.CompletedProcess[str]:
+def run_stage(body: str, **env: str) -> subprocess.CompletedProcess[str]:
     code = textwrap.dedent(f"""\
         from parabench.cli import stage_main
-        from parabench.errors import ConfigError
+        from parabench.errors import ConfigError, Interrupted
 
         def main():
             {body}
 
         stage_main(main)
     """)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    environment = {key: value for key, value in os.environ.items() if key not in ("DVC_STAGE", "RANK")}
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env={**environment, **env}
+    )
 
 
-def test_ctrl_c_is_one_line_and_exit_130():
-    done = run_stage("raise KeyboardInterrupt")
+def test_ctrl_c_is_one_line_naming_the_stage_and_exit_130():
+    done = run_stage("raise KeyboardInterrupt", DVC_STAGE="download@hotdog")
     assert done.returncode == 130
-    assert done.stderr.startswith("interrupted: ") and "run again to resume" in done.stderr
+    assert done.stderr.startswith("interrupted: stage download@hotdog;") and "Run `dvc repro` again" in done.stderr
     assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_ctrl_c_during_training_says_how_far_it_got():
+    done = run_stage(
+        "raise Interrupted('after epoch 2 of 3, step 5 of 64 (the last checkpoint holds epoch 1)')",
+        DVC_STAGE="train@fashion_mnist",
+    )
+    assert done.returncode == 130 and done.stderr.count("\n") == 1
+    assert done.stderr.startswith("interrupted: stage train@fashion_mnist after epoch 2 of 3, step 5 of 64 (the last")
+    assert "training resumes after the last checkpoint" in done.stderr
+
+
+def test_outside_dvc_the_command_line_names_the_stage():
+    done = run_stage("raise KeyboardInterrupt")
+    assert done.returncode == 130 and done.stderr.startswith("interrupted: stage -c;")
 
 
 def test_a_user_error_is_one_message_and_exit_2():
     done = run_stage("raise ConfigError('params.yaml: strategy: bad; choose one of: single')")
     assert (done.returncode, done.stderr) == (2, "error: params.yaml: strategy: bad; choose one of: single\n")
+
+
+def test_a_worker_names_its_rank_in_an_error_and_leaves_ctrl_c_to_its_launcher():
+    failed = run_stage("raise ConfigError('disk full')", PARABENCH_WORKER="1", RANK="3", DVC_STAGE="train@x")
+    assert (failed.returncode, failed.stderr) == (2, "error: rank 3: disk full\n")
+    interrupted = run_stage("raise KeyboardInterrupt", PARABENCH_WORKER="1", RANK="3", DVC_STAGE="train@x")
+    assert (interrupted.returncode, interrupted.stderr) == (130, ""), "the stage that launched it says it, once"

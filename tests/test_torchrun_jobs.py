@@ -50,9 +50,13 @@ def write_idx_folder(folder: Path) -> None:
         write_idx(folder / f"{prefix}-labels-idx1-ubyte.gz", generator.integers(0, 10, count, dtype=np.uint8))
 
 
-def stage(project: Path, *args: str, tag: str = "") -> subprocess.Popen[str]:
+def stage(project: Path, *args: str, tag: str = "", as_dvc: str | None = None) -> subprocess.Popen[str]:
+    """A stage script run in `project`; `as_dvc` names the stage as DVC does ($DVC_STAGE) and starts it in a session
+    of its own, as a terminal's foreground job, so that a test can press Ctrl-C (SIGINT to the group)."""
     env = {**os.environ, "PYTHONPATH": python_path(), "PARABENCH_TEST_TAG": tag}
     env.pop("PARABENCH_DATA_MIRROR", None)
+    if as_dvc is not None:
+        env["DVC_STAGE"] = as_dvc
     return subprocess.Popen(
         [sys.executable, str(PROJECT_ROOT / "stages" / args[0]), *args[1:]],
         cwd=project,
@@ -60,6 +64,7 @@ def stage(project: Path, *args: str, tag: str = "") -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        start_new_session=as_dvc is not None,
     )
 
 
@@ -223,6 +228,50 @@ def test_a_killed_rank_ends_the_job_named_and_the_rerun_resumes_to_the_same_para
     assert_same_parameters(parameters(project), uninterrupted)
 
 
+@pytest.mark.parametrize("strategy", ["ddp", "single"])
+def test_ctrl_c_in_epoch_2_is_one_line_naming_the_stage_and_its_last_checkpoint(tmp_path, tag, prepared, strategy):
+    """Ctrl-C reaches every process of the terminal's job: the stage, torchrun and (ddp) the workers through it; one
+    process trains right in the stage (single). Either way one line, no traceback, nothing half-written left."""
+    project = make_project(tmp_path / strategy, prepared=prepared, strategy=strategy)
+    run = stage(project, "train.py", "fashion_mnist", tag=tag, as_dvc="train@fashion_mnist")
+    deadline = time.monotonic() + 120
+    while not (project / CHECKPOINT).exists():
+        assert time.monotonic() < deadline, "no checkpoint within 2 minutes"
+        time.sleep(0.02)
+    time.sleep(0.3)  # into epoch 2 (about a second long)
+    os.killpg(run.pid, signal.SIGINT)
+    status, output = finished(run, limit_s=60)
+    assert status == 130 and "Traceback" not in output and "SignalException" not in output, output
+    said = [line for line in output.splitlines() if line.startswith(("interrupted", "error"))]
+    assert len(said) == 1 and said[0].startswith("interrupted: stage train@fashion_mnist "), output
+    assert re.search(rf"(after|during) epoch [12] of {EPOCHS}\b.*\(the last checkpoint holds epoch 1\)", said[0])
+    assert not (project / MODEL).exists() and (project / CHECKPOINT).exists()
+    assert worker_pid(tag, rank=0) is None and worker_pid(tag, rank=1) is None
+
+
+def test_a_full_disk_at_the_checkpoint_names_the_folder_and_the_bytes_and_keeps_what_was_there(tmp_path, tag, prepared):
+    """A 1 MB filesystem over checkpoints/train (a mount: root only). rank 0 cannot save epoch 1's checkpoint; the
+    stage's last word is that, naming the folder, the bytes needed and free; rank 1's lost connection follows it."""
+    project = make_project(tmp_path / "full", prepared=prepared)
+    folder = project / CHECKPOINT.parent
+    folder.mkdir(parents=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"a 1 MB filesystem could not be mounted here (root only): {mounted.stderr.decode().strip()}")
+    try:
+        status, output = finished(stage(project, "train.py", "fashion_mnist", tag=tag), limit_s=120)
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+    assert status == 2 and "Traceback" not in output, output
+    message = output[output.rindex("error: train@fashion_mnist failed on rank 0") :]
+    assert "the checkpoint of epoch 1 was not saved" in message and "no space left on the device" in message
+    assert re.search(rf"{CHECKPOINT} needs [\d,]+ bytes, and {CHECKPOINT.parent} has [\d,]+ bytes free", message), (
+        message
+    )
+    assert "then rank 1: stopped at epoch " in message and "lost the connection to another rank" in message
+    assert not (project / MODEL).exists() and not (project / "results").exists()
+
+
 def test_torchrun_restarts_the_group_which_resumes_within_the_same_run(tmp_path, tag, uninterrupted, prepared):
     project = make_project(tmp_path / "restarted", max_restarts=1, prepared=prepared)
     run = stage(project, "train.py", "fashion_mnist", tag=tag)
@@ -241,7 +290,7 @@ def test_a_hung_rank_is_caught_by_the_timeout_and_named(tmp_path, tag, prepared)
     status, output = finished(run, limit_s=120)
     ended_after_s = time.monotonic() - stopped_at
     message = output[output.rindex("error: the worker(s)") :]
-    assert status != 0 and "rank 0 stopped at epoch 2 step" in message, output  # rank 0 lived to say it
+    assert status != 0 and "rank 0: stopped at epoch 2 step" in message, output  # rank 0 lived to say it
     assert "rank 1 still ran 5 s later (hung or stopped" in message, message
     print(f"hung rank: the job ended {ended_after_s:.1f} s after SIGSTOP (timeout_s {TIMEOUT_S})")
     assert ended_after_s < TIMEOUT_S + STOP_GRACE_S + 10, "the collective's timeout, then the stop grace, not 30 s"

@@ -1,17 +1,21 @@
 """The training loop on tiny data: it learns, it is seeded, and a crashed run resumes from its checkpoint."""
 
+import errno
+import re
+import shutil
 from pathlib import Path
 
 import pytest
 import torch
 from torch.nn import functional as F
 
+from parabench import io
 from parabench.config import load_params
 from parabench.engine import checkpoint
 from parabench.engine.checkpoint import fingerprint, run_description
 from parabench.engine.timing import StepClock
 from parabench.engine.training import build_trainer, epoch_batches, fit, shard_batches, train_pass
-from parabench.errors import ParabenchError
+from parabench.errors import DiskFull
 from parabench.runtime.process import Process
 from parabench.workloads import WORKLOADS
 from tests.multiprocess import run_ranks
@@ -204,26 +208,30 @@ def test_an_unreadable_checkpoint_is_set_aside_and_training_starts_over(tmp_path
         torch.testing.assert_close(rerun.state_dict[name], value, rtol=0, atol=0)
 
 
-def test_a_checkpoint_write_that_fails_half_way_keeps_the_previous_one(tmp_path, monkeypatch):
+@pytest.mark.parametrize("fills", ["before the write", "during the write"])
+def test_a_full_disk_at_a_checkpoint_keeps_the_previous_one_and_says_so(tmp_path, monkeypatch, fills):
+    """Before: the folder has less room than the checkpoint needs (nothing is written). During: the write fails
+    part-way with ENOSPC (the temporary file is removed). Either way DiskFull, and the rerun resumes after epoch 1."""
     path = tmp_path / "ckpt.pt"
     fit(tiny_plan(epochs=1), CPU_PROCESS, separable_data(), path, "test data")
     before = path.read_bytes()
-    real_save = torch.save
+    if fills == "before the write":
+        monkeypatch.setattr(io.shutil, "disk_usage", lambda folder: shutil._ntuple_diskusage(10**6, 10**6 - 100, 100))
+    else:
 
-    def disk_full(state, target):
-        real_save(state, target)
-        with open(target, "r+b") as half:
-            half.truncate(100)
-        raise OSError(28, "No space left on device")
+        def part_then_full(tmp: Path, data: bytes) -> None:
+            tmp.open("wb").write(data[:100])
+            raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(torch, "save", disk_full)
-    with pytest.raises(
-        ParabenchError,
-        match=r"checkpoint of epoch 2 .*No space left on device.*previous checkpoint is intact",
-    ):
+        monkeypatch.setattr(Path, "write_bytes", part_then_full)
+    with pytest.raises(DiskFull, match=r"checkpoint of epoch 2 was not saved .*no space left on the device") as full:
         fit(tiny_plan(epochs=2), CPU_PROCESS, separable_data(), path, "test data")
+    assert str(path) in str(full.value) and "the earlier ckpt.pt is kept as it was" in str(full.value)
+    assert (fills == "before the write") == bool(
+        re.search(r"needs [\d,]+ bytes, .* has 100 bytes free", str(full.value))
+    )
     assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.pt"]
-    monkeypatch.setattr(torch, "save", real_save)
+    monkeypatch.undo()
     assert fit(tiny_plan(epochs=2), CPU_PROCESS, separable_data(), path, "test data").resumed_after_epoch == 1
 
 

@@ -1,6 +1,7 @@
 """A failed worker is named (rank, host, how), a rank that never reached an NCCL collective is named rather than
 the rank torchrun blames, and torchrun's temporary folders do not outlive the run."""
 
+import re
 import sys
 import textwrap
 import time
@@ -164,3 +165,54 @@ def test_a_rank_hung_under_nccl_is_named_seconds_after_the_watchdog_fires(tmp_pa
     with pytest.raises(ParabenchError, match=r"rank 1 did not reach the collective \(SeqNum 389, ALLREDUCE\)"):
         run_workers(command, 1, "test@nccl-hung")
     assert time.monotonic() - started < 30, "the workers are killed STOP_GRACE_S after the watchdog, not 60 s later"
+
+
+def test_the_rank_that_failed_first_is_named_with_its_own_error_and_the_others_as_consequences():
+    stderr = (
+        "error: rank 1: stopped at epoch 2 step 1 of 78: it lost the connection to another rank, which ended first\n"
+        "error: rank 3: no space left on the device: checkpoints/train/x.pt needs 2,856,385 bytes\n"
+        + TORCHRUN_SUMMARY.format(exitcode="2 (pid: 4344)")
+    )
+    message = failure_message("train@x", 1, stderr, last_step="epoch 1 of 2, step 78 of 78 (no checkpoint yet)")
+    first, *then = message.splitlines()
+    assert first.startswith("train@x failed on rank 3 (local rank 1) on host node-b: no space left on the device")
+    assert then[0].startswith("  then rank 1: stopped at epoch 2 step 1 of 78: it lost the connection")
+    assert then[1] == "  the last step rank 0 finished: epoch 1 of 2, step 78 of 78 (no checkpoint yet)"
+
+
+def test_a_real_job_names_the_rank_whose_error_ended_it_not_the_peer_that_lost_it(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+):
+    """Two gloo ranks under torchrun: rank 0 fails with a user error while rank 1 waits in an all-reduce; the job's
+    message is rank 0's error, rank 1's lost connection is told as what followed, and no traceback is printed."""
+    worker = script(
+        tmp_path,
+        """\
+        import os
+        import torch
+        import torch.distributed as dist
+        from parabench.cli import stage_main
+        from parabench.engine.training import StepFailed
+        from parabench.errors import DiskFull, RunStopped
+
+        def main():
+            dist.init_process_group("gloo")
+            if dist.get_rank() == 0:
+                raise DiskFull("no space left on the device: checkpoints/train/x.pt needs 2,856,385 bytes")
+            try:
+                dist.all_reduce(torch.ones(1))
+            except Exception as err:
+                raise RunStopped(f"stopped at epoch 2 {StepFailed(1, 78, err)}") from err
+
+        stage_main(main)
+    """,
+    )
+    command = [*worker_command("unused", [], 2)[:-2], str(worker)]
+    with pytest.raises(ParabenchError) as failed:
+        run_workers(command, 1, "train@x")
+    first, *then = str(failed.value).splitlines()
+    assert re.match(r"train@x failed on rank 0 \(local rank 0\) on host \S+: no space left on the device", first)
+    assert then and then[0].startswith("  then rank 1: stopped at epoch 2 step 1 of 78: it lost the connection to")
+    passed_through = capfd.readouterr().err
+    assert "error: rank 0: no space left" in passed_through and "Traceback" not in passed_through, passed_through
+    assert "Root Cause" not in passed_through, "torchrun's table is read by the launcher, not shown"

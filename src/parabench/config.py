@@ -6,7 +6,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -23,6 +22,7 @@ from parabench.data.registry import DATASETS
 from parabench.data.source import DataSource
 from parabench.errors import ConfigError
 from parabench.models.checkpointing import Checkpointing
+from parabench.params_file import PARAMS_FILE, read_raw_params
 from parabench.params_problems import SettingProblem, explain, non_finite_keys
 from parabench.paths import prepared_dir
 from parabench.runtime.hardware import Hardware
@@ -38,8 +38,6 @@ from parabench.strategies.options import (
 )
 from parabench.workloads import WORKLOADS, TrainSettings
 from parabench.workloads.contract import WorkloadName
-
-PARAMS_FILE = Path("params.yaml")
 
 
 class Strict(BaseModel):
@@ -394,19 +392,6 @@ def load_params(path: Path = PARAMS_FILE) -> Params:
     for name, sweep in params.sweeps.items():
         _check_sweep_cells(str(path), raw, name, sweep, params.scale)
     return params
-
-
-def read_raw_params(path: Path = PARAMS_FILE) -> dict[str, Any]:
-    """params.yaml as plain YAML values, not validated yet."""
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: file not found; run from the project root, where params.yaml lives.") from None
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML: {err}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: expected a mapping of keys at the top level, found {type(raw).__name__}.")
-    return raw
 
 
 def validate_params(raw: dict[str, Any], where: str) -> Params:

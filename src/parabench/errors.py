@@ -21,5 +21,13 @@ class RunStopped(ParabenchError):
     """A run stopped part-way (a lost peer, a failed step); the message says which rank, where, and why."""
 
 
+class DiskFull(ParabenchError):
+    """A file could not be written for want of space: the message names it, the bytes it needed and those free."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during training: the message says how far it had got and what its last checkpoint holds."""
+
+
 class StrategyUnavailable(ParabenchError):
     """A strategy cannot run on the hardware at hand."""

@@ -1,15 +1,19 @@
 """Files and folders: atomic writes (a crash never leaves a half-written output for DVC to cache), reads, digests."""
 
+import errno
 import hashlib
 import json
 import os
 import secrets
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from parabench.errors import DiskFull
+
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)  # the device is full, or the user's quota on it
 
 
 @contextmanager
@@ -17,14 +21,31 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
+    tmp_path = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
+        tmp_path.touch(mode=0o600, exist_ok=False)
         yield tmp_path
         os.replace(tmp_path, path)
+    except OSError as err:
+        if err.errno not in NO_SPACE:
+            raise
+        tmp_path.unlink(missing_ok=True)
+        raise no_space(path, needed=None) from None
     finally:
         tmp_path.unlink(missing_ok=True)
+
+
+def no_space(path: Path, needed: int | None) -> DiskFull:
+    """The error for a file that did not fit: its folder, what it needed (when known), what is free there, and that
+    an earlier copy is kept (writes are atomic: the earlier file stays until the new one is whole)."""
+    folder = path.parent
+    free = shutil.disk_usage(folder).free
+    size = f"needs {needed:,} bytes" if needed is not None else "did not fit"
+    kept = f"the earlier {path.name} is kept as it was" if path.exists() else f"no {path.name} was written"
+    return DiskFull(
+        f"no space left on the device: {path} {size}, and {folder} has {free:,} bytes free; {kept}. Free space "
+        "there (or give the folder a larger device) and run again."
+    )
 
 
 @contextmanager
@@ -58,6 +79,15 @@ def write_atomic(path: str | Path, write: Callable[[Path], object]) -> None:
     """Call `write(tmp)` and move the result onto `path`."""
     with atomic_path(path) as tmp:
         write(tmp)
+
+
+def write_bytes(path: str | Path, data: bytes | memoryview) -> None:
+    """Write `data` atomically, first making sure the folder has room for it (DiskFull, naming the bytes, if not)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if shutil.disk_usage(path.parent).free < len(data):
+        raise no_space(path, needed=len(data))
+    write_atomic(path, lambda tmp: tmp.write_bytes(data))
 
 
 def write_json(path: str | Path, data: Any) -> None:

@@ -1,6 +1,7 @@
 """Per-epoch checkpoints: save after each epoch, resume a crashed run where it stopped, never another run's."""
 
 import hashlib
+import io
 import json
 import logging
 import os
@@ -12,8 +13,8 @@ from typing import Any
 import torch
 
 from parabench.engine.plan import RunPlan
-from parabench.errors import ParabenchError
-from parabench.io import write_atomic
+from parabench.errors import DiskFull, ParabenchError
+from parabench.io import write_bytes
 from parabench.runtime.collectives import broadcast_object
 from parabench.runtime.cpu import cpu_model
 from parabench.runtime.environment import gpu_names
@@ -56,17 +57,31 @@ def fingerprint(description: dict[str, Any]) -> str:
 UNREADABLE = (RuntimeError, EOFError, ValueError, KeyError, pickle.UnpicklingError, zipfile.BadZipFile)
 
 
+def write_tensors(path: Path, contents: object) -> None:
+    """Save tensors (and plain values) to `path` atomically, once the folder is known to have room for them.
+
+    torch.save into memory first: writing straight to a full disk fails inside torch's zip writer with a RuntimeError
+    that names no file ("unexpected pos ..."); written as bytes, a full disk is DiskFull, naming the bytes needed."""
+    buffer = io.BytesIO()
+    torch.save(contents, buffer)
+    write_bytes(path, buffer.getbuffer())
+
+
 def save(path: Path, state: dict[str, Any]) -> None:
     """Write a checkpoint atomically (main process only): tensors, numbers, strings, lists and dicts only.
 
-    A write that fails half-way (a full disk) leaves the previous checkpoint as it was, and says so."""
+    A write that fails (a full disk, a folder not writable) leaves the previous checkpoint as it was, and says so."""
     try:
-        write_atomic(path, lambda tmp: torch.save(state, tmp))
+        write_tensors(path, state)
+    except DiskFull as err:
+        raise DiskFull(
+            f"the checkpoint of epoch {state['epoch']} was not saved (a rerun resumes after the last one saved): {err}"
+        ) from None
     except OSError as err:
         kept = "the previous checkpoint is intact" if path.exists() else "no earlier checkpoint exists"
         raise ParabenchError(
-            f"could not write the checkpoint of epoch {state['epoch']} to {path}: {err}; {kept}. Free space (or fix "
-            "the folder's permissions) and run again: training resumes from the last checkpoint written."
+            f"could not write the checkpoint of epoch {state['epoch']} to {path}: {err}; {kept}. Fix the folder's "
+            "permissions and run again: training resumes after the last checkpoint written."
         ) from err
 
 

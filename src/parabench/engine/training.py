@@ -6,7 +6,9 @@ a step is its `train_step` (strategies/base.py and the strategy's module).
 """
 
 import contextlib
+import functools
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -24,7 +26,7 @@ from parabench.batch import Batch
 from parabench.engine import checkpoint
 from parabench.engine.plan import RunPlan
 from parabench.engine.timing import StepClock
-from parabench.errors import ConfigError, RunStopped
+from parabench.errors import ConfigError, Interrupted, RunStopped
 from parabench.models.checkpointing import checkpoint_blocks
 from parabench.models.compiled import compile_blocks
 from parabench.runtime import load
@@ -222,12 +224,25 @@ def micro_steps(trainer: Trainer, batch: Batch, loss: LossFn) -> StepResult:
 # ---- a pass: one timed step per batch ----
 
 
+# How a collective fails on a rank whose peer has gone: gloo's "Connection closed by peer [127.0.0.1]:34227" (or
+# "reset"), NCCL's "remote process exited or there was a network error" and its aborted communicator.
+LOST_PEER = re.compile(
+    r"Connection (?:closed|reset) by peer(?: \[[^\]]*\]:\d+)?|remote process exited[^.]*|communicator was aborted"
+)
+
+
 class StepFailed(Exception):
     """A training step raised: which step of how many, and the error."""
 
     def __init__(self, step: int, steps: int, error: Exception):
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        super().__init__(f"step {step} of {steps}: {type(error).__name__}: {first_line}")
+        lost = LOST_PEER.search(first_line)
+        what = (
+            f"it lost the connection to another rank, which ended first ({lost[0]}): that rank's error is the cause"
+            if lost
+            else f"{type(error).__name__}: {first_line}"
+        )
+        super().__init__(f"step {step} of {steps}: {what}")
         self.step, self.steps, self.error = step, steps, error
 
 
@@ -339,20 +354,26 @@ def fit(plan: RunPlan, process: Process, data: WorkloadData, checkpoint_path: Pa
     of what it reads), scoring after each epoch and saving a checkpoint."""
     run, resumed_after = resume(plan, process, data, checkpoint_path, data_id)
     state: dict[str, Tensor] | None = None  # full_state_dict() may return {} off rank 0
-    for epoch in range(len(run.history), plan.settings.epochs):
-        totals, machine_load, durations = run_epoch(run, epoch)
-        state = run.trainer.parallel.full_state_dict()
-        run.history.append(
-            {
-                "epoch": epoch + 1,
-                **totals.means(),
-                **evaluate_epoch(run, state),
-                "step_time_s": sum(durations) / max(1, len(durations)),
-                "units_per_s": plan.global_batch * len(durations) / sum(durations) if durations else float("nan"),
-                "other_cpu_share": machine_load,
-            }
-        )
-        save_epoch(run, epoch, state)
+    with progress_note(process, plan.settings.epochs, run.steps, resumed_after) as note:
+        for epoch in range(len(run.history), plan.settings.epochs):
+            try:
+                totals, machine_load, durations = run_epoch(run, epoch, note)
+            except KeyboardInterrupt:
+                raise Interrupted(
+                    f"during epoch {epoch + 1} of {plan.settings.epochs} ({last_checkpoint(epoch)})"
+                ) from None
+            state = run.trainer.parallel.full_state_dict()
+            run.history.append(
+                {
+                    "epoch": epoch + 1,
+                    **totals.means(),
+                    **evaluate_epoch(run, state),
+                    "step_time_s": sum(durations) / max(1, len(durations)),
+                    "units_per_s": plan.global_batch * len(durations) / sum(durations) if durations else float("nan"),
+                    "other_cpu_share": machine_load,
+                }
+            )
+            save_epoch(run, epoch, state, note)
     if state is None:
         state = run.trainer.parallel.full_state_dict()
     return TrainResult(
@@ -402,9 +423,53 @@ def resume(plan: RunPlan, process: Process, data: WorkloadData, checkpoint_path:
     return run, saved["epoch"] if saved else 0
 
 
-def run_epoch(run: Run, epoch: int) -> tuple[PassTotals, float | None, list[float]]:
+class ProgressNote:
+    """On rank 0, when the launcher asked for it ($PARABENCH_PROGRESS_FILE), a note of the last finished step and of
+    what the checkpoint holds, so that a failed or interrupted job can say where it was even when no worker lived to
+    say it.
+
+    The file stays open over the run and each note overwrites the last in place: about 5 us, where writing the
+    file anew took 0.2 ms on rank 0's path between steps, which the other ranks then wait for in the next step.
+    """
+
+    def __init__(self, path: str, epochs: int, steps: int, saved: int):
+        self.descriptor = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        self.epochs, self.steps, self.saved = epochs, steps, saved
+        self.epoch, self.step = saved, steps
+
+    def finished(self, epoch: int, step: int) -> None:
+        """Step `step` of epoch `epoch` (1-based) has finished."""
+        self.epoch, self.step = epoch, step
+        self._write()
+
+    def checkpointed(self, epoch: int) -> None:
+        """The checkpoint now holds `epoch` epochs."""
+        self.saved = epoch
+        self._write()
+
+    def _write(self) -> None:
+        text = f"epoch {self.epoch} of {self.epochs}, step {self.step} of {self.steps} ({last_checkpoint(self.saved)})"
+        os.pwrite(self.descriptor, text.encode(), 0)
+        os.ftruncate(self.descriptor, len(text.encode()))
+
+
+@contextmanager
+def progress_note(process: Process, epochs: int, steps: int, saved: int) -> Iterator[ProgressNote | None]:
+    """The run's ProgressNote on rank 0 when the launcher asked for one, else None; `saved`: the epochs resumed."""
+    path = os.environ.get(PROGRESS_ENV)
+    if not process.is_main or not path:
+        yield None
+        return
+    note = ProgressNote(path, epochs, steps, saved)
+    try:
+        yield note
+    finally:
+        os.close(note.descriptor)
+
+
+def run_epoch(run: Run, epoch: int, note: ProgressNote | None) -> tuple[PassTotals, float | None, list[float]]:
     """One epoch's pass over this process's batches: the totals of every process, the largest CPU share other
-    programs took meanwhile, and the step times kept (warm-up excluded)."""
+    programs took meanwhile, and the step times kept (warm-up excluded); each step finished is noted (rank 0)."""
     plan, process, epochs = run.plan, run.process, run.plan.settings.epochs
     shard_index, shard_count = shard_of(plan, run.trainer.parallel, process)
     run.trainer.parallel.module.train()
@@ -412,50 +477,26 @@ def run_epoch(run: Run, epoch: int) -> tuple[PassTotals, float | None, list[floa
     started = load.mark()
     run.memory.reset()
     try:
-        with progress_note(process, epoch + 1, epochs, run.steps) as note:
-            totals = train_pass(
-                run.trainer,
-                run.data,
-                epoch_batches(run.data, plan.global_batch, shard_index, shard_count, plan.settings.seed, epoch),
-                run.steps,
-                run.clock,
-                progress=f"epoch {epoch + 1}/{epochs}" if process.is_main else None,
-                after_step=note,
-            )
+        totals = train_pass(
+            run.trainer,
+            run.data,
+            epoch_batches(run.data, plan.global_batch, shard_index, shard_count, plan.settings.seed, epoch),
+            run.steps,
+            run.clock,
+            progress=f"epoch {epoch + 1}/{epochs}" if process.is_main else None,
+            after_step=functools.partial(note.finished, epoch + 1) if note is not None else None,
+        )
     except StepFailed as failed:
-        raise RunStopped(
-            f"rank {process.rank} stopped at epoch {epoch + 1} {failed}; the last checkpoint "
-            f"holds epoch {epoch} of {epochs}"
-        ) from failed.error
+        raise RunStopped(f"stopped at epoch {epoch + 1} {failed}") from failed.error
     machine_load = load.job_other_cpu_share(started, load.mark())
     run.memory.read()
     every_rank: list[PassTotals] = gather_objects(totals)
     return PassTotals.combine(every_rank), machine_load, run.clock.durations[kept_before:]
 
 
-@contextmanager
-def progress_note(process: Process, epoch: int, epochs: int, steps: int) -> Iterator[Callable[[int], None] | None]:
-    """On rank 0, when the launcher asked for it ($PARABENCH_PROGRESS_FILE), a note of the last finished step, so
-    that a failed job can say where it was even when no worker lived to say it.
-
-    The file stays open over the epoch and each note overwrites the last in place: about 5 us, where writing the
-    file anew took 0.2 ms on rank 0's path between steps, which the other ranks then wait for in the next step.
-    """
-    path = os.environ.get(PROGRESS_ENV)
-    if not process.is_main or not path:
-        yield None
-        return
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-
-    def note(step: int) -> None:
-        text = f"epoch {epoch} of {epochs}, step {step} of {steps}".encode()
-        os.pwrite(descriptor, text, 0)
-        os.ftruncate(descriptor, len(text))
-
-    try:
-        yield note
-    finally:
-        os.close(descriptor)
+def last_checkpoint(epochs_done: int) -> str:
+    """What the checkpoint holds while epoch `epochs_done + 1` runs: one is saved after every epoch."""
+    return f"the last checkpoint holds epoch {epochs_done}" if epochs_done else "no checkpoint yet"
 
 
 def evaluate_epoch(run: Run, state: dict[str, Tensor]) -> dict[str, float]:
@@ -477,9 +518,9 @@ def epoch_scores(plan: RunPlan, data: WorkloadData, state: dict[str, Tensor], de
         torch.set_num_threads(plan.threads)
 
 
-def save_epoch(run: Run, epoch: int, state: dict[str, Tensor]) -> None:
+def save_epoch(run: Run, epoch: int, state: dict[str, Tensor], note: ProgressNote | None) -> None:
     """Print the epoch's row and write the checkpoint (model, every rank's optimiser, schedule and loss scaler,
-    history, step times) on rank 0."""
+    history, step times) on rank 0, noting it."""
     trainer = run.trainer
     optimizers = gather_to_main(on_cpu(trainer.optimizer.state_dict()))
     schedules = gather_to_main(on_cpu(trainer.schedule.state_dict() if trainer.schedule is not None else None))
@@ -506,3 +547,5 @@ def save_epoch(run: Run, epoch: int, state: dict[str, Tensor]) -> None:
             "durations": run.clock.durations,
         },
     )
+    if note is not None:
+        note.checkpointed(epoch + 1)

@@ -19,6 +19,7 @@ import pandas as pd
 import torch
 
 from parabench.cli import stage_main
+from parabench.engine import checkpoint
 from parabench.engine.plan import RunPlan
 from parabench.engine.timing import summarize
 from parabench.engine.training import TrainResult, fit
@@ -88,7 +89,7 @@ def check_nodes_agree(plan: RunPlan, process: Process, data_id: str) -> list[str
         differ = [f"node {report['node']} on {report['host']}" for report in reports if report[what] != node_0[what]]
         if differ:
             raise RunStopped(
-                f"rank {process.rank}: {', '.join(differ)} {differs} than node 0 on {node_0['host']} ({what} digest "
+                f"{', '.join(differ)} {differs} than node 0 on {node_0['host']} ({what} digest "
                 f"{node_0[what]} on node 0); give every node {fix} (README: Several nodes) and run again."
             )
     return [str(report["host"]) for report in reports]  # in rank order: torchrun numbers the ranks node by node
@@ -174,7 +175,7 @@ def run_record(
 def write_run(plan: RunPlan, result: TrainResult, record: RunRecord) -> None:
     """Save the weights, the run's record and its per-epoch CSV."""
     role, name = plan.role, plan.workload_name
-    write_atomic(model_file(role, name), lambda tmp: torch.save(result.state_dict, tmp))
+    checkpoint.write_tensors(model_file(role, name), result.state_dict)
     write_json(results_file(role, name), record.model_dump(mode="json"))
     curves = pd.DataFrame(result.history)
     write_atomic(train_curve_file(role, name), lambda tmp: curves.to_csv(tmp, index=False, float_format="%.6g"))

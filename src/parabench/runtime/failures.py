@@ -105,11 +105,19 @@ def failure_message(
         )
     if cause is None:
         return f"the worker(s) of {what} exited with status {status}{where}; their messages are above."
+    rank = cause["rank"]
+    said = dict.fromkeys(STOPPED_AT.findall(stderr_tail))
+    own = next((line for line in said if line.startswith(f"rank {rank}: ")), None)
+    first = f"rank {rank} (local rank {cause['local_rank']}) on host {cause['host']}"
+    if own is not None:  # the rank that failed first said why: that is the cause, the others' ends its consequences
+        then = "".join(f"\n  then {line}" for line in said if line != own)
+        if last_step is not None:
+            then += f"\n  the last step rank 0 finished: {last_step}"
+        return f"{what} failed on {first}: {own.removeprefix(f'rank {rank}: ')}{then}"
     how = worker_end(int(cause["exitcode"]), cause["signal"])
     return (
-        f"the worker(s) of {what} failed: rank {cause['rank']} (local rank {cause['local_rank']}) on host "
-        f"{cause['host']} {how} first, and torchrun stopped the others{where}\nTheir messages are above. Run "
-        "again to resume from the last epoch checkpoint."
+        f"the worker(s) of {what} failed: {first} {how} first, and torchrun stopped the others{where}\nTheir "
+        "messages are above. Run again to resume from the last epoch checkpoint."
     )
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import psutil
 
-from parabench.errors import ConfigError, ParabenchError
+from parabench.cli import WORKER_ENV
+from parabench.errors import ConfigError, Interrupted, ParabenchError
 from parabench.runtime.failures import STOP_GRACE_S, failure_message, said_it_stopped
 from parabench.runtime.orphans import die_with_parent
 
@@ -51,8 +52,8 @@ def worker_command(
     max_restarts: int = 0,
     rendezvous: Rendezvous | None = None,
 ) -> list[str]:
-    """`python -m module args`, under torchrun when processes_per_node is set: single node with a standalone
-    rendezvous, or several nodes meeting through torchrun's static rendezvous."""
+    """`python -m module args`, under torchrun (runtime/torchrun_agent.py) when processes_per_node is set: single
+    node with a standalone rendezvous, or several nodes meeting through torchrun's static rendezvous."""
     if processes_per_node is None:
         return [sys.executable, "-m", module, *args]
     if rendezvous is None:
@@ -68,7 +69,7 @@ def worker_command(
     return [
         sys.executable,
         "-m",
-        "torch.distributed.run",
+        AGENT_MODULE,
         *meeting,
         f"--nproc-per-node={processes_per_node}",
         f"--max-restarts={max_restarts}",
@@ -78,7 +79,9 @@ def worker_command(
     ]
 
 
+AGENT_MODULE = "parabench.runtime.torchrun_agent"  # torchrun, its failures and interrupts told without a traceback
 PROGRESS_ENV = "PARABENCH_PROGRESS_FILE"  # where rank 0 notes the last step it finished
+FAILURES_ENV = "PARABENCH_FAILURES_FILE"  # where the agent writes torchrun's table of the ranks that failed
 LAUNCHED_AT_ENV = "PARABENCH_LAUNCHED_AT"  # time.time() when the stage launched the job: rank 0 times it end to end
 TAIL_CHARS = 20_000  # torchrun's failure summary comes last; keep this much of stderr to read it
 
@@ -114,11 +117,15 @@ class WorkerJob:
         self.what = what
         self._scratch = tempfile.TemporaryDirectory(prefix="parabench-workers-")
         self._progress = Path(self._scratch.name) / "progress.txt"
+        self._failures = Path(self._scratch.name) / "failures.txt"
         env = {
             **os.environ,
             "OMP_NUM_THREADS": str(threads),
             "TMPDIR": self._scratch.name,
+            "LOGLEVEL": os.environ.get("LOGLEVEL", "ERROR"),  # torchrun's own log; its warnings repeat what we say
             PROGRESS_ENV: str(self._progress),
+            FAILURES_ENV: str(self._failures),
+            WORKER_ENV: "1",
         }
         self.process = subprocess.Popen(
             command, env=env, stderr=subprocess.PIPE, preexec_fn=functools.partial(die_with_parent, death_signal)
@@ -160,11 +167,20 @@ class WorkerJob:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=STOP_GRACE_S)
             _kill_workers(self.process.pid)
-            raise
+            last_step = self._last_step()
+            if last_step is None:
+                raise
+            raise Interrupted(f"after {last_step}") from None
         self._reader.join()
         if status != 0:
-            last_step = self._progress.read_text() if self._progress.exists() else None
-            raise ParabenchError(failure_message(self.what, status, self._tail, self._hung, last_step))
+            failures = self._failures.read_text() if self._failures.exists() else ""
+            raise ParabenchError(
+                failure_message(self.what, status, self._tail + failures, self._hung, self._last_step())
+            )
+
+    def _last_step(self) -> str | None:
+        """The last step rank 0 of a training job noted it finished, with what its checkpoint holds."""
+        return self._progress.read_text() if self._progress.exists() else None
 
     def close(self) -> None:
         """Kill whatever of the job still runs and remove its scratch folder."""
