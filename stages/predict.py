@@ -6,7 +6,7 @@ import argparse
 
 from parabench.cli import stage_main
 from parabench.config import load_params
-from parabench.io import read_json, write_json
+from parabench.io import read_json, read_model, write_json
 from parabench.paths import PROBE_FILE, PROBE_NETWORK_FILE, prediction_metrics_file, results_file
 from parabench.records import BenchmarkResults, RunRecord, probe_record
 from parabench.report.scaling import compact, predict
@@ -20,8 +20,8 @@ def main() -> None:
     params = load_params()
     options = params.predict
     probe, network = (probe_record(read_json(path)) for path in (PROBE_FILE, PROBE_NETWORK_FILE))
-    benchmark = BenchmarkResults.model_validate(read_json(results_file("benchmark", args.workload)))
-    train = RunRecord.model_validate(read_json(results_file("train", args.workload)))
+    benchmark = read_model(results_file("benchmark", args.workload), BenchmarkResults)
+    train = read_model(results_file("train", args.workload), RunRecord)
     prediction = predict(benchmark, options, params.settings(args.workload).scaling, probe, network, train)
     write_json(results_file("prediction", args.workload), prediction.model_dump(mode="json"))
     write_json(prediction_metrics_file(args.workload), compact(prediction, options))

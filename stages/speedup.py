@@ -6,7 +6,7 @@ import argparse
 from parabench.cli import stage_main
 from parabench.config import load_params
 from parabench.engine.cells import read_cell_runs
-from parabench.io import read_json, write_json
+from parabench.io import read_model, write_json
 from parabench.paths import ROLES, results_file, speedup_metrics_file
 from parabench.records import Evaluation, RunRecord
 from parabench.report.benchmark import write_benchmark
@@ -22,8 +22,8 @@ def main() -> None:
     choices = workload.choices_beside_metrics(params.settings(args.workload))
     measured = read_cell_runs(results_file("benchmark_cells", args.workload))
     benchmark = write_benchmark(args.workload, measured, choices, params.smallest_difference)
-    run, reference = (RunRecord.model_validate(read_json(results_file(role, args.workload))) for role in ROLES)
-    evaluation = Evaluation.model_validate(read_json(results_file("eval", args.workload)))
+    run, reference = (read_model(results_file(role, args.workload), RunRecord) for role in ROLES)
+    evaluation = read_model(results_file("eval", args.workload), Evaluation)
     write_json(
         speedup_metrics_file(args.workload), compare(run, reference, evaluation, benchmark, workload.primary_metric)
     )

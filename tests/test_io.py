@@ -1,14 +1,18 @@
-"""Atomic writes: a staged folder replaces its destination only when the block succeeds; a file that does not fit
-the disk is DiskFull, naming the folder, the bytes and the space free, with the earlier file kept."""
+"""Atomic writes and reads: a staged folder replaces its destination only when the block succeeds; a file that does
+not fit the disk is DiskFull, naming the folder, the bytes and the space free, the earlier file kept; an output cut,
+garbled or missing is a DataError naming it, with how to restore it."""
 
 import errno
 import shutil
 from pathlib import Path
 
 import pytest
+import torch
+from pydantic import BaseModel
 
 from parabench import io
-from parabench.errors import DiskFull
+from parabench.engine.checkpoint import read_tensors, write_tensors
+from parabench.errors import DataError, DiskFull
 from parabench.io import staged_folder
 
 
@@ -61,3 +65,38 @@ def test_other_write_errors_pass_through_unchanged(tmp_path: Path) -> None:
     with pytest.raises(PermissionError):
         io.write_atomic(tmp_path / "x.txt", lambda tmp: (_ for _ in ()).throw(PermissionError("read-only")))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_stage_output_cut_or_garbled_behind_dvcs_back_is_named_with_how_to_restore_it(tmp_path: Path) -> None:
+    record = tmp_path / "results" / "train.json"
+    io.write_json(record, {"workload": "x", "epochs": 2})
+    record.write_text(record.read_text()[:10])
+    with pytest.raises(DataError, match=r"train\.json: not readable as JSON") as cut:
+        io.read_json(record)
+    assert f"dvc checkout {record}" in str(cut.value) and "dvc repro" in str(cut.value)
+    record.unlink()
+    with pytest.raises(DataError, match=r"train\.json: missing; `dvc repro` makes it again"):
+        io.read_json(record)
+
+
+def test_a_record_of_another_shape_names_the_key_that_differs(tmp_path: Path) -> None:
+    class Record(BaseModel):
+        workload: str
+        epochs: int
+
+    path = tmp_path / "record.json"
+    io.write_json(path, {"workload": "x", "epochs": 2})
+    assert io.read_model(path, Record) == Record(workload="x", epochs=2)
+    io.write_json(path, {"workload": "x"})
+    with pytest.raises(DataError, match=r"record\.json: not what its stage writes \(epochs: Field required\)"):
+        io.read_model(path, Record)
+
+
+def test_a_model_file_cut_short_is_named_not_a_zip_error(tmp_path: Path) -> None:
+    path = tmp_path / "model.pt"
+    write_tensors(path, {"weight": torch.ones(1000)})
+    assert torch.equal(read_tensors(path)["weight"], torch.ones(1000))
+    path.write_bytes(path.read_bytes()[:1000])
+    with pytest.raises(DataError, match=r"model\.pt: does not load \(.*\); it was cut or changed") as cut:
+        read_tensors(path)
+    assert "dvc checkout" in str(cut.value) and "\n" not in str(cut.value)

@@ -51,8 +51,9 @@ def test_the_first_failure_is_named_not_the_ranks_torchrun_stopped_after_it():
     assert "the last step rank 0 finished: epoch 2 of 3, step 5 of 64" in failed
 
 
-def test_a_single_process_failure_gives_its_status():
+def test_a_single_process_failure_gives_its_status_or_the_signal_that_ended_it():
     assert "exited with status 2" in failure_message("train@x", 2, "Traceback ...\nValueError: no\n")
+    assert "the worker(s) of train@x was killed by SIGHUP;" in failure_message("train@x", -1, "")
 
 
 def script(tmp_path: Path, body: str) -> Path:

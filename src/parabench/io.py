@@ -9,9 +9,13 @@ import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from parabench.errors import DiskFull
+from pydantic import BaseModel, ValidationError
+
+from parabench.errors import DataError, DiskFull
+
+Record = TypeVar("Record", bound=BaseModel)
 
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT)  # the device is full, or the user's quota on it
 
@@ -96,8 +100,34 @@ def write_json(path: str | Path, data: Any) -> None:
 
 
 def read_json(path: str | Path) -> Any:
-    """Read a JSON file."""
-    return json.loads(Path(path).read_text())
+    """Read a JSON file; one missing, cut or garbled (a stage's output changed behind DVC's back) is a DataError
+    naming it."""
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise DataError(f"{path}: missing; `dvc repro` makes it again (its stage runs once more).") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise DataError(f"{path}: not readable as JSON ({err}); {changed_behind_dvc(path)}") from None
+
+
+def read_model(path: str | Path, model: type[Record]) -> Record:
+    """A record a stage wrote (JSON of a pydantic model), checked against its model; one that is not is named."""
+    try:
+        return model.model_validate(read_json(path))
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "its top level"
+        raise DataError(
+            f"{path}: not what its stage writes ({where}: {first['msg']}); {changed_behind_dvc(path)}"
+        ) from None
+
+
+def changed_behind_dvc(path: str | Path) -> str:
+    """What to do about a stage's output that was cut or changed since its stage wrote it."""
+    return (
+        f"it was cut or changed since its stage wrote it. `dvc checkout {path}` restores DVC's copy; `dvc repro` "
+        "makes it again."
+    )
 
 
 def tree_digest(path: Path) -> str:

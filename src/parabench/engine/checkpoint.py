@@ -13,8 +13,8 @@ from typing import Any
 import torch
 
 from parabench.engine.plan import RunPlan
-from parabench.errors import DiskFull, ParabenchError
-from parabench.io import write_bytes
+from parabench.errors import DataError, DiskFull, ParabenchError
+from parabench.io import changed_behind_dvc, write_bytes
 from parabench.runtime.collectives import broadcast_object
 from parabench.runtime.cpu import cpu_model
 from parabench.runtime.environment import gpu_names
@@ -65,6 +65,19 @@ def write_tensors(path: Path, contents: object) -> None:
     buffer = io.BytesIO()
     torch.save(contents, buffer)
     write_bytes(path, buffer.getbuffer())
+
+
+def read_tensors(path: Path) -> dict[str, Any]:
+    """Tensors a stage saved (write_tensors), read as plain data; a file that does not load (cut, garbled) is a
+    DataError naming it."""
+    try:
+        contents = torch.load(path, map_location="cpu", weights_only=True)
+    except UNREADABLE as err:
+        first = str(err).strip().split(". ")[0] if str(err).strip() else type(err).__name__
+        raise DataError(f"{path}: does not load ({first}); {changed_behind_dvc(path)}") from None
+    if not isinstance(contents, dict):
+        raise DataError(f"{path}: holds a {type(contents).__name__}, not saved tensors; {changed_behind_dvc(path)}")
+    return contents
 
 
 def save(path: Path, state: dict[str, Any]) -> None:

@@ -3,6 +3,7 @@
 import torch
 
 from parabench.config import Params
+from parabench.engine import checkpoint
 from parabench.engine.plan import make_plan
 from parabench.errors import DataError
 from parabench.paths import ROLES, model_file
@@ -22,7 +23,7 @@ def evaluate_models(params: Params, workload_name: str) -> Evaluation:
         path = model_file(role, workload_name)
         if not path.exists():
             raise DataError(f"{path}: no trained model; run `dvc repro {role}@{workload_name}` first.")
-        model = plan.workload.model_holding(plan.settings, torch.load(path, map_location="cpu", weights_only=True))
+        model = plan.workload.model_holding(plan.settings, checkpoint.read_tensors(path))
         items[role] = data.item_scores(model.to(device), "test", device)
     train, reference = items["train"], items["reference"]
     return Evaluation(

@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
-from parabench.io import read_json, write_atomic
+from parabench.io import read_json, read_model, write_atomic
 from parabench.paths import (
     ENVIRONMENT_FILE,
     PROBE_FILE,
@@ -268,7 +268,7 @@ def prediction_html(workload: str) -> str:
     path = results_file("prediction", workload)
     if not path.exists():
         return ""
-    prediction = PredictionResults.model_validate(read_json(path))
+    prediction = read_model(path, PredictionResults)
     checks = [check_row(check) for check in prediction.checks]
     grid: dict[str, dict[str, str]] = {}
     for row in prediction.predictions:
@@ -305,10 +305,10 @@ def section(workload: str, every_sweep: dict[str, SweepResults], machine: str) -
     """One seed experiment: question, answer, then the evidence from the pipeline's files (the sweeps among
     `every_sweep`, name -> results, that sweep this workload included)."""
     question = QUESTIONS[workload]
-    benchmark = BenchmarkResults.model_validate(read_json(results_file("benchmark", workload)))
-    comparison = Comparison.model_validate(read_json(results_file("speedup", workload)))
+    benchmark = read_model(results_file("benchmark", workload), BenchmarkResults)
+    comparison = read_model(results_file("speedup", workload), Comparison)
     sweeps = {name: sweep for name, sweep in every_sweep.items() if sweep.sweep["workload"] == workload}
-    runs = {role: RunRecord.model_validate(read_json(results_file(role, workload))) for role in ROLES}
+    runs = {role: read_model(results_file(role, workload), RunRecord) for role in ROLES}
     trained = ", ".join(filter(None, [runs["train"].strategy, runs["train"].knobs()]))
     parts = [
         f'<section id="{workload}"><h2>Seed {question.seed} · {html.escape(workload)}: '
@@ -356,7 +356,7 @@ def section(workload: str, every_sweep: dict[str, SweepResults], machine: str) -
 def page(workloads: list[str], sweep_names: list[str]) -> str:
     """The whole page: header (machine, commit, time), the parts' meanings, one section per workload."""
     environment = read_json(ENVIRONMENT_FILE)
-    every_sweep = {name: SweepResults.model_validate(read_json(results_file("sweep", name))) for name in sweep_names}
+    every_sweep = {name: read_model(results_file("sweep", name), SweepResults) for name in sweep_names}
     machine = machine_line(environment)
     generated = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     meanings = "".join(f"<li><b>{part}</b>: {html.escape(meaning)}</li>" for part, meaning in PART_MEANINGS.items())

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from parabench.config import load_params
-from parabench.io import read_json
+from parabench.io import read_json, read_model
 from parabench.paths import PROBE_FILE, PROBE_NETWORK_FILE, REPORT_FILE, results_file, speedup_metrics_file
 from parabench.records import (
     BenchmarkResults,
@@ -58,7 +58,7 @@ def comparison(workloads: list[str]) -> tuple[list[dict[str, Any]], list[str], l
         if not path.exists():
             continue
         figures = read_json(path)
-        more = Comparison.model_validate(read_json(results_file("speedup", name)))
+        more = read_model(results_file("speedup", name), Comparison)
         knob = f" ({more.knobs})" if more.knobs else ""
         row = {"workload": name, "run": f"{more.strategy}{knob}/{more.reference}"}
         metric = workload.primary_metric
@@ -88,7 +88,7 @@ def comparison(workloads: list[str]) -> tuple[list[dict[str, Any]], list[str], l
 def written(kind: str, names: list[str], record: type[Written]) -> dict[str, Written]:
     """name -> results/<kind>/<name>.json read as `record`, for each of `names` whose stage has written it."""
     paths = {name: results_file(kind, name) for name in names}
-    return {name: record.model_validate(read_json(path)) for name, path in paths.items() if path.exists()}
+    return {name: read_model(path, record) for name, path in paths.items() if path.exists()}
 
 
 def benchmarks(workloads: list[str]) -> dict[str, BenchmarkResults]:

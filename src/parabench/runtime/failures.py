@@ -103,8 +103,8 @@ def failure_message(
             "hardware.timeout_s bounds how long a collective waits for it) and was killed. Their messages are "
             "above. Run again to resume from the last epoch checkpoint."
         )
-    if cause is None:
-        return f"the worker(s) of {what} exited with status {status}{where}; their messages are above."
+    if cause is None:  # one plain process, or torchrun itself: a negative status is the signal that ended it
+        return f"the worker(s) of {what} {worker_end(status, None)}{where}; their messages are above."
     rank = cause["rank"]
     said = dict.fromkeys(STOPPED_AT.findall(stderr_tail))
     own = next((line for line in said if line.startswith(f"rank {rank}: ")), None)
