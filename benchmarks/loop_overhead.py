@@ -38,12 +38,13 @@ from torch.nn import functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from parabench.batch import Batch
-from parabench.config import read_raw_params, validate_params, with_overrides
+from parabench.config import validate_params, with_overrides
 from parabench.engine.plan import RunPlan, make_plan
 from parabench.engine.timed_cell import endless_batches
 from parabench.engine.timing import StepClock
 from parabench.engine.training import build_trainer, shard_of, steps_per_epoch, train_pass
 from parabench.io import read_json, write_json
+from parabench.params_file import read_raw_params
 from parabench.runtime.collectives import gather_objects
 from parabench.runtime.process import Process
 from parabench.workloads import WorkloadData

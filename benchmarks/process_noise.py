@@ -17,8 +17,9 @@ import math
 import statistics
 from typing import Any
 
-from parabench.config import read_raw_params, validate_params, with_overrides
+from parabench.config import validate_params, with_overrides
 from parabench.engine.cells import Cell, CellRuns, plan_cell, run_cells
+from parabench.params_file import read_raw_params
 from parabench.runtime.environment import machine_identity, machine_line
 from parabench.runtime.hardware import resolve
 from parabench.runtime.step_signs import kept_steps

@@ -30,11 +30,12 @@ import torch.distributed as dist
 import yaml
 
 from parabench.batch import Batch
-from parabench.config import PARAMS_FILE, load_params
+from parabench.config import load_params
 from parabench.engine.plan import RunPlan, make_plan
 from parabench.engine.timing import StepClock
 from parabench.engine.training import Trainer, build_trainer, shard_batches, train_pass
 from parabench.io import read_json, write_json
+from parabench.params_file import PARAMS_FILE
 from parabench.paths import prepared_dir
 from parabench.runtime.collectives import slowest_per_step
 from parabench.runtime.process import start, stop

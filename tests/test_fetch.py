@@ -1,5 +1,6 @@
 """fetch: verified download from a local HTTP server, resume, fallback, mirror, and failure messages."""
 
+import errno
 import gzip
 import hashlib
 import io
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -26,7 +28,7 @@ from parabench.data.fetch import (
     part_file,
 )
 from parabench.data.idx import write_idx
-from parabench.errors import DataError, DownloadError
+from parabench.errors import DataError, DiskFull, DownloadError
 from tests.http_server import FileServer, Route
 
 NAME = "images-idx3-ubyte.gz"
@@ -491,3 +493,38 @@ def test_a_download_interrupted_by_ctrl_c_exits_130_and_the_rerun_continues_it(
     assert rerun.returncode == 0, rerun.stderr
     assert (dest_dir / "big.bin").read_bytes() == body
     assert server.requests_for("/big.bin")[-1] == f"bytes={kept}-", "only the rest was asked for"
+
+
+def test_a_disk_that_fills_during_a_download_names_the_bytes_and_keeps_the_partial_file(
+    server: FileServer, gz_body: bytes, sha: str, dest_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.routes["/" + NAME] = Route(gz_body)
+    real_open = Path.open
+
+    class FullDisk:
+        """A part file on a disk with no room left."""
+
+        def __init__(self, stream: Any):
+            self.stream = stream
+
+        def write(self, data: bytes) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def __enter__(self) -> "FullDisk":
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.stream.close()
+
+    def opening(path: Path, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        stream = real_open(path, mode, *args, **kwargs)
+        return FullDisk(stream) if path.name.endswith(".part") and mode in ("wb", "ab") else stream
+
+    monkeypatch.setattr(Path, "open", opening)
+    with pytest.raises(DiskFull, match="no space left on the device while downloading") as full:
+        fetch(_remote(sha, server.url("/" + NAME)), dest_dir, None, **FAST)
+    message = str(full.value)
+    assert f"needs {len(gz_body):,} bytes in all" in message and "bytes free" in message
+    assert f"{part_file(dest_dir, NAME).parent} has " in message
+    assert "next run continues from them" in message
+    assert not (dest_dir / NAME).exists()

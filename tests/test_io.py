@@ -100,3 +100,15 @@ def test_a_model_file_cut_short_is_named_not_a_zip_error(tmp_path: Path) -> None
     with pytest.raises(DataError, match=r"model\.pt: does not load \(.*\); it was cut or changed") as cut:
         read_tensors(path)
     assert "dvc checkout" in str(cut.value) and "\n" not in str(cut.value)
+
+
+def test_a_folder_that_fills_the_disk_while_staged_is_named_and_the_earlier_one_kept(tmp_path: Path) -> None:
+    dest = tmp_path / "prepared"
+    dest.mkdir()
+    (dest / "meta.json").write_text("{}")
+    full_disk = pytest.raises(DiskFull, match=r"no space left on the device: .*prepared did not fit")
+    with full_disk as full, staged_folder(dest) as staging:
+        (staging / "train_images.npy").write_bytes(b"partial")
+        raise OSError(errno.ENOSPC, "No space left on device")
+    assert "the earlier prepared is kept as it was" in str(full.value)
+    assert [p.name for p in tmp_path.iterdir()] == ["prepared"] and (dest / "meta.json").read_text() == "{}"

@@ -64,8 +64,15 @@ def stage(project: Path, *args: str, tag: str = "", as_dvc: str | None = None) -
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        start_new_session=as_dvc is not None,
+        preexec_fn=terminal_job if as_dvc is not None else None,
     )
+
+
+def terminal_job() -> None:
+    """In the child: a session of its own, as a shell's foreground job, with SIGINT's default action (pytest-xdist's
+    workers ignore SIGINT, and a child inherits that)."""
+    os.setsid()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def join(project: Path, node_rank: int, module: str = "parabench.engine.join") -> subprocess.Popen[str]:

@@ -217,3 +217,10 @@ def test_a_real_job_names_the_rank_whose_error_ended_it_not_the_peer_that_lost_i
     passed_through = capfd.readouterr().err
     assert "error: rank 0: no space left" in passed_through and "Traceback" not in passed_through, passed_through
     assert "Root Cause" not in passed_through, "torchrun's table is read by the launcher, not shown"
+
+
+def test_a_job_ended_by_ctrl_c_is_an_interrupt_not_a_failure(tmp_path: Path):
+    """The agent exits 130 after Ctrl-C reached it (torchrun handles SIGINT itself), even where the stage itself
+    ignored the signal (started in the background): the stage says `interrupted`, not that a worker failed."""
+    with pytest.raises(KeyboardInterrupt):
+        run_workers([sys.executable, "-c", "raise SystemExit(130)"], 1, "test@interrupted")

@@ -54,13 +54,19 @@ def no_space(path: Path, needed: int | None) -> DiskFull:
 
 @contextmanager
 def staged_folder(dest_dir: Path) -> Iterator[Path]:
-    """Yield a new empty folder beside dest_dir; it replaces dest_dir if the block succeeds, else it is deleted."""
+    """Yield a new empty folder beside dest_dir; it replaces dest_dir if the block succeeds, else it is deleted (a
+    full disk on the way: DiskFull, the earlier dest_dir kept)."""
     dest_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = dest_dir.parent / f".{dest_dir.name}.{secrets.token_hex(4)}.tmp"
     staging.mkdir()
     try:
         yield staging
         _replace_folder(dest_dir, staging)
+    except OSError as err:
+        if err.errno not in NO_SPACE:
+            raise
+        shutil.rmtree(staging, ignore_errors=True)
+        raise no_space(dest_dir, needed=None) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

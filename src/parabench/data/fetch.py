@@ -26,8 +26,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from parabench.data.deadline import remaining_s, within_deadline
-from parabench.errors import DataError, DownloadError
-from parabench.io import write_atomic
+from parabench.errors import DataError, DiskFull, DownloadError
+from parabench.io import NO_SPACE, write_atomic
 
 MIRROR_ENV = "PARABENCH_DATA_MIRROR"
 CHUNK_BYTES = 1 << 20
@@ -396,11 +396,29 @@ def _download_once(url: str, part: Path, timeout_s: float) -> None:
             ) as progress,
         ):
             while chunk := response.read(CHUNK_BYTES):
-                out.write(chunk)
+                try:
+                    out.write(chunk)
+                except OSError as error:
+                    if error.errno not in NO_SPACE:
+                        raise
+                    raise _no_room(url, part, offset if resuming else 0, received, expected) from None
                 received += len(chunk)
                 progress.update(len(chunk))
     if expected is not None and received < int(expected):
         raise _TransientError(f"connection closed after {received} of {expected} bytes")
+
+
+def _no_room(url: str, part: Path, resumed_at: int, received: int, length: str | None) -> DiskFull:
+    """The disk filled during a download (resumed at byte `resumed_at`, `length` bytes asked for): what the file
+    needs, what is free, and that the bytes received are kept for the next run to continue from."""
+    kept = resumed_at + received
+    whole = f"{resumed_at + int(length):,} bytes in all" if length else "more than it had"
+    free = shutil.disk_usage(part.parent).free
+    return DiskFull(
+        f"no space left on the device while downloading {url}: the file needs {whole}, and {part.parent} has "
+        f"{free:,} bytes free; the {kept:,} bytes received are kept in {part}, and the next run continues from them. "
+        "Free space there and run again."
+    )
 
 
 def _classify_http_error(error: urllib.error.HTTPError, offset: int) -> Exception:

@@ -25,11 +25,12 @@ from typing import Any
 
 from tqdm import tqdm
 
-from parabench.config import PARAMS_FILE, CellTiming, Sweep, sweep_params, validate_params, with_overrides
+from parabench.config import CellTiming, Sweep, sweep_params, validate_params, with_overrides
 from parabench.engine.cell_jobs import CellJobs
 from parabench.engine.plan import RunPlan, make_plan
 from parabench.errors import ConfigError, StrategyUnavailable
 from parabench.io import read_json, write_json
+from parabench.params_file import PARAMS_FILE
 from parabench.records import CellRun, CellSetup, CellTurn, StageShares
 from parabench.runtime.environment import machine_identity
 from parabench.runtime.hardware import Machine, resolve

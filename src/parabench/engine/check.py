@@ -11,13 +11,14 @@ from pathlib import Path
 
 import torch
 
-from parabench.config import DATASET_NAMES, PARAMS_FILE, Params, load_params
+from parabench.config import DATASET_NAMES, Params, load_params
 from parabench.data.fetch import mirror_root
 from parabench.engine.cells import plan_benchmark, plan_sweep
 from parabench.engine.check_memo import MEMO_FILE, remember
 from parabench.engine.plan import make_plan
 from parabench.errors import ConfigError
 from parabench.io import write_json
+from parabench.params_file import PARAMS_FILE
 from parabench.paths import ENVIRONMENT_FILE, ROLES, source_record_file
 from parabench.prediction import unknown_links
 from parabench.runtime.cpu import cpu_model

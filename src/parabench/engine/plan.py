@@ -14,10 +14,11 @@ from typing import Any, Literal
 import torch
 from pydantic import BaseModel, ConfigDict, SerializeAsAny, ValidationInfo, field_validator
 
-from parabench.config import PARAMS_FILE, Params
+from parabench.config import Params
 from parabench.errors import ConfigError, StrategyUnavailable
 from parabench.io import tree_digest, write_atomic
 from parabench.models.checkpointing import Checkpointing
+from parabench.params_file import PARAMS_FILE
 from parabench.paths import prepared_dir
 from parabench.records import RunIdentity
 from parabench.runtime.hardware import Machine, resolve

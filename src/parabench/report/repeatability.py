@@ -18,7 +18,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from parabench.errors import ConfigError
-from parabench.io import read_model
+from parabench.io import read_json
 from parabench.paths import results_file
 from parabench.records import BenchmarkResults, CellFigures, ran
 from parabench.report.answers import speedup_text
@@ -35,7 +35,7 @@ def benchmark(path: Path) -> BenchmarkResults:
     """One summarised benchmark, refused with its file named where this version cannot read it (another version of
     parabench wrote it)."""
     try:
-        return read_model(path, BenchmarkResults)
+        return BenchmarkResults.model_validate(read_json(path))
     except ValidationError as error:
         first = error.errors()[0]
         raise ConfigError(

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
+from parabench.cli import stage_main
 from parabench.config import load_params
 from parabench.io import read_json, read_model
 from parabench.paths import PROBE_FILE, PROBE_NETWORK_FILE, REPORT_FILE, results_file, speedup_metrics_file
@@ -270,4 +271,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    stage_main(main)

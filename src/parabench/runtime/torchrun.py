@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 
-from parabench.cli import WORKER_ENV
+from parabench.cli import INTERRUPTED_STATUS, WORKER_ENV
 from parabench.errors import ConfigError, Interrupted, ParabenchError
 from parabench.runtime.failures import STOP_GRACE_S, failure_message, said_it_stopped
 from parabench.runtime.orphans import die_with_parent
@@ -167,16 +167,20 @@ class WorkerJob:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=STOP_GRACE_S)
             _kill_workers(self.process.pid)
-            last_step = self._last_step()
-            if last_step is None:
-                raise
-            raise Interrupted(f"after {last_step}") from None
+            raise self._interrupted() from None
         self._reader.join()
+        if status in (INTERRUPTED_STATUS, -signal.SIGINT):  # Ctrl-C that reached the job, not this process
+            raise self._interrupted()
         if status != 0:
             failures = self._failures.read_text() if self._failures.exists() else ""
             raise ParabenchError(
                 failure_message(self.what, status, self._tail + failures, self._hung, self._last_step())
             )
+
+    def _interrupted(self) -> KeyboardInterrupt:
+        """Ctrl-C, with how far a training job had got (Interrupted) when its rank 0 noted it."""
+        last_step = self._last_step()
+        return Interrupted(f"after {last_step}") if last_step is not None else KeyboardInterrupt()
 
     def _last_step(self) -> str | None:
         """The last step rank 0 of a training job noted it finished, with what its checkpoint holds."""
