@@ -14,8 +14,9 @@ WORKER_ENV = "PARABENCH_WORKER"  # set by runtime.torchrun.WorkerJob for the pro
 INTERRUPTED_STATUS = 130
 
 
-def stage_main(main: Callable[[], None]) -> None:
+def stage_main(main: Callable[[], None], timed: bool = True) -> None:
     """Run a stage's (or a worker's) `main`; a ParabenchError becomes `error: ...` on stderr and exit status 2.
+    `timed`: log how long it took (not for a report printed to the screen, whose last line is its own).
 
     A worker's error names its rank (`error: rank 1: ...`), for its launcher to say which rank failed first; a
     worker says nothing of Ctrl-C, which reaches its launcher too: the stage says it once (`interrupted: stage ...`).
@@ -27,7 +28,8 @@ def stage_main(main: Callable[[], None]) -> None:
     worker = WORKER_ENV in os.environ
     try:
         main()
-        logging.getLogger("parabench").info("%s took %.1f s", " ".join(sys.argv), time.monotonic() - started)
+        if timed:
+            logging.getLogger("parabench").info("%s took %.1f s", " ".join(sys.argv), time.monotonic() - started)
     except ParabenchError as err:
         rank = os.environ.get("RANK")
         print(f"error: rank {rank}: {err}" if worker and rank else f"error: {err}", file=sys.stderr)
