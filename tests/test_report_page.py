@@ -38,7 +38,8 @@ def test_the_page_answers_each_seed_with_every_figure_embedded(page: Path):
     assert "AMD EPYC 9B14 (AVX512), 2 cores, no GPU, torch 2.14.1+cu130, CUDA 13.0" in text, "the machine"
     assert "commit unknown (not a git work tree)" in text
     for workload, seed in (("fashion_mnist", "003"), ("resnet50", "001")):
-        assert f'<section id="{workload}"><h2>Seed {seed} · {workload}' in text
+        assert f'<section id="{workload}"><h2>{workload}: ' in text and f"seed experiment {seed}" in text
+    assert "<h2>Seed" not in text, "a section is headed by its workload, not by a document the user never saw"
     assert text.count('src="data:image/png;base64,') == 2 * len(WORKLOADS) + 1, "benchmark, epochs, the sweep"
     assert not re.search(r'(src|href)="(https?:)?//', text), "no request leaves the page"
     assert "The fastest strategy here is ddp" in text and "Sweep split_size: inprocess is fastest at" in text

@@ -90,7 +90,8 @@ def check_nodes_agree(plan: RunPlan, process: Process, data_id: str) -> list[str
         if differ:
             raise RunStopped(
                 f"{', '.join(differ)} {differs} than node 0 on {node_0['host']} ({what} digest "
-                f"{node_0[what]} on node 0); give every node {fix} (README: Several nodes) and run again."
+                f"{node_0[what]} on node 0); give every node {fix} (docs/gpus-and-nodes.md: Several nodes) and run "
+                "again."
             )
     return [str(report["host"]) for report in reports]  # in rank order: torchrun numbers the ranks node by node
 

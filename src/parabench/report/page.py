@@ -54,6 +54,7 @@ body { font-family: system-ui, sans-serif; max-width: 1180px; margin: 2em auto; 
 header { border-bottom: 2px solid #4c72b0; margin-bottom: 1em; }
 h2 { margin-top: 2.5em; border-bottom: 1px solid #ccc; }
 .question { font-style: italic; }
+.source { font-style: normal; color: #666; font-size: 0.9em; }
 .answer { background: #eef3fb; padding: 0.8em 1em; border-left: 4px solid #4c72b0; }
 table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
@@ -311,9 +312,9 @@ def section(workload: str, every_sweep: dict[str, SweepResults], machine: str) -
     runs = {role: read_model(results_file(role, workload), RunRecord) for role in ROLES}
     trained = ", ".join(filter(None, [runs["train"].strategy, runs["train"].knobs()]))
     parts = [
-        f'<section id="{workload}"><h2>Seed {question.seed} · {html.escape(workload)}: '
-        f"{html.escape(question.title)}</h2>",
-        f'<p class="question">{html.escape(question.question)}</p>',
+        f'<section id="{workload}"><h2>{html.escape(workload)}: {html.escape(question.title)}</h2>',
+        f'<p class="question">{html.escape(question.question)} <span class="source">(the question of seed '
+        f"experiment {question.seed}: docs/workloads.md)</span></p>",
         f'<p class="answer">{html.escape(answer(workload, benchmark, comparison.quality, sweeps))}</p>',
         "<h3>Every strategy, the cells taking turns step by step</h3>",
         figure_tag(benchmark_figure_file(workload).read_bytes(), f"{workload} benchmark"),

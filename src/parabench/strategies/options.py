@@ -2,7 +2,7 @@
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 # params.yaml's strategy names: the registry's keys in its order (strategies/__init__.py; tests/test_config.py)
 StrategyName = Literal["single", "dp", "ddp", "allreduce", "model_parallel", "pipeline", "fsdp"]
@@ -29,16 +29,6 @@ class PartitionOptions(BaseModel):
 
     balance: Literal["time", "parameters", "documented"]  # documented: where the workload's source document cuts it
     stages: Literal["auto"] | Annotated[int, Field(ge=2)] = "auto"  # auto: one per device, at most one per block
-
-    @field_validator("balance", mode="before")
-    @classmethod
-    def _renamed(cls, value: object) -> object:
-        if value == "seed":
-            raise ValueError(
-                "the old name of 'documented' (the cut the workload's source document makes); "
-                "set partition.balance: documented"
-            )
-        return value
 
 
 class PipelineOptions(BaseModel):

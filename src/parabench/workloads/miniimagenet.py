@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import torch
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 from torch import Tensor, nn
 from tqdm import tqdm
 
@@ -53,13 +53,6 @@ class MiniImagenetSettings(TrainSettings):
                 "two schedules; set lr_step_size: null or lr_schedule: constant"
             )
         return self
-
-    @field_validator("encoder", mode="before")
-    @classmethod
-    def _renamed(cls, value: object) -> object:
-        if value == "seed":
-            raise ValueError("the old name of 'bottleneck' (seed 000's network); set encoder: bottleneck")
-        return value
 
     @model_validator(mode="after")
     def _bottleneck_encoder_is_fixed(self) -> "MiniImagenetSettings":
