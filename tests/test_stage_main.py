@@ -55,3 +55,19 @@ def test_a_worker_names_its_rank_in_an_error_and_leaves_ctrl_c_to_its_launcher()
     assert (failed.returncode, failed.stderr) == (2, "error: rank 3: disk full\n")
     interrupted = run_stage("raise KeyboardInterrupt", PARABENCH_WORKER="1", RANK="3", DVC_STAGE="train@x")
     assert (interrupted.returncode, interrupted.stderr) == (130, ""), "the stage that launched it says it, once"
+
+
+def test_a_file_the_system_refused_is_one_sentence_naming_it():
+    full = run_stage("import errno; raise OSError(errno.ENOSPC, 'No space left on device', 'results/x.json')")
+    assert full.returncode == 2 and full.stderr.startswith("error: no space left on the device while writing ")
+    assert "results/x.json" in full.stderr and full.stderr.count("\n") == 1
+    missing = run_stage("open('plots/figures/x.png', 'rb')")
+    assert missing.returncode == 2 and missing.stderr.startswith("error: plots/figures/x.png: no such file.")
+    assert "dvc checkout plots/figures/x.png" in missing.stderr and "Traceback" not in missing.stderr
+    refused = run_stage("raise PermissionError(13, 'Permission denied', 'models/train/x.pt')")
+    assert refused.returncode == 2 and refused.stderr.startswith("error: models/train/x.pt: permission denied;")
+
+
+def test_an_os_error_that_names_no_file_stays_a_traceback_for_a_bug_report():
+    other = run_stage("raise ConnectionResetError(104, 'Connection reset by peer')")
+    assert other.returncode == 1 and "Traceback" in other.stderr

@@ -1,6 +1,7 @@
-"""How every stage script and worker starts: logging set up, user errors printed as one clear message (exit 2),
-Ctrl-C as one line naming the stage and how far it got (exit 130, the shell's code for SIGINT), and how long it took
-(so a run's log says where its minutes went)."""
+"""How every stage script and worker starts: logging set up, user errors printed as one clear message (exit 2), a
+file the system refused (full disk, missing, no permission) likewise, Ctrl-C as one line naming the stage and how
+far it got (exit 130, the shell's code for SIGINT), and how long it took (so a run's log says where its minutes
+went)."""
 
 import logging
 import os
@@ -9,6 +10,7 @@ import time
 from collections.abc import Callable
 
 from parabench.errors import Interrupted, ParabenchError
+from parabench.io import NO_SPACE
 
 WORKER_ENV = "PARABENCH_WORKER"  # set by runtime.torchrun.WorkerJob for the processes it starts: its launcher speaks
 INTERRUPTED_STATUS = 130
@@ -27,7 +29,13 @@ def stage_main(main: Callable[[], None], timed: bool = True) -> None:
     started = time.monotonic()
     worker = WORKER_ENV in os.environ
     try:
-        main()
+        try:
+            main()
+        except OSError as err:  # the net under every stage: a file's fault the code did not name itself
+            sentence = file_fault(err)
+            if sentence is None:
+                raise
+            raise ParabenchError(sentence) from err
         if timed:
             logging.getLogger("parabench").info("%s took %.1f s", " ".join(sys.argv), time.monotonic() - started)
     except ParabenchError as err:
@@ -38,6 +46,25 @@ def stage_main(main: Callable[[], None], timed: bool = True) -> None:
         if not worker:
             print(interrupted_line(interrupt), file=sys.stderr)
         sys.exit(INTERRUPTED_STATUS)
+
+
+def file_fault(err: OSError) -> str | None:
+    """One sentence for a file the system refused (a full disk, no such file, no permission), naming it and what to
+    do; None for other OS errors, which stay tracebacks: they are parabench's to explain."""
+    name = err.filename or "a file"
+    if err.errno in NO_SPACE:
+        return (
+            f"no space left on the device while writing {name}; free space there and run again (outputs are written "
+            "whole or not at all: the earlier ones are kept)."
+        )
+    if isinstance(err, FileNotFoundError) and err.filename:
+        return (
+            f"{name}: no such file. If a stage writes it, `dvc repro` (without -s) makes it again, or "
+            f"`dvc checkout {name}` restores DVC's copy."
+        )
+    if isinstance(err, PermissionError) and err.filename:
+        return f"{name}: permission denied; give this user access to it (and its folder), then run again."
+    return None
 
 
 def interrupted_line(interrupt: KeyboardInterrupt) -> str:
