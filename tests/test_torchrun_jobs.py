@@ -268,7 +268,7 @@ def test_a_full_disk_at_the_checkpoint_names_the_folder_and_the_bytes_and_keeps_
     try:
         status, output = finished(stage(project, "train.py", "fashion_mnist", tag=tag), limit_s=120)
     finally:
-        subprocess.run(["umount", str(folder)], check=True)
+        subprocess.run(["umount", "--lazy", str(folder)], check=True)  # detached even if a process lingers
     assert status == 2 and "Traceback" not in output, output
     message = output[output.rindex("error: train@fashion_mnist failed on rank 0") :]
     assert "the checkpoint of epoch 1 was not saved" in message and "no space left on the device" in message
