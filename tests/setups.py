@@ -10,9 +10,9 @@ from parabench.engine.timing import summarize
 from parabench.records import RunRecord
 from parabench.runtime.hardware import Machine
 from parabench.runtime.process import Process
-from parabench.strategies import STRATEGIES
 from parabench.strategies.base import StrategySetup
 from parabench.strategies.options import PartitionOptions, PipelineOptions
+from parabench.strategies.registry import STRATEGIES
 from parabench.workloads.fashion_mnist import FashionMnistData, FashionMnistSettings
 
 CPU_PROCESS = Process(rank=0, local_rank=0, world_size=1, device=torch.device("cpu"))

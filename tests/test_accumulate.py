@@ -24,8 +24,9 @@ from parabench.engine.plan import make_plan
 from parabench.engine.training import Trainer, optimizer_step
 from parabench.errors import ConfigError
 from parabench.runtime.process import Process
-from parabench.strategies import STRATEGIES, allreduce
+from parabench.strategies import allreduce
 from parabench.strategies.base import Parallelized
+from parabench.strategies.registry import STRATEGIES
 from tests.multiprocess import run_ranks
 from tests.setups import CPU_PROCESS, cpu_setup
 from tests.test_ddp_equivalence import LR, WORLD, assert_same, first_batch, make_data, make_model, max_difference

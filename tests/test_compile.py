@@ -21,7 +21,7 @@ from parabench.errors import ConfigError
 from parabench.models.checkpointing import checkpoint_blocks
 from parabench.models.compiled import compile_blocks
 from parabench.runtime.process import Process
-from parabench.strategies import STRATEGIES
+from parabench.strategies.registry import STRATEGIES
 from tests.multiprocess import run_ranks
 from tests.setups import cpu_setup, separable_data, tiny_plan
 

@@ -12,8 +12,8 @@ from parabench.engine.check import check_all
 from parabench.engine.plan import make_plan
 from parabench.errors import ConfigError, StrategyUnavailable
 from parabench.runtime.hardware import resolve
-from parabench.strategies import STRATEGIES
 from parabench.strategies.options import StrategyName
+from parabench.strategies.registry import STRATEGIES
 from parabench.workloads import WORKLOADS
 from parabench.workloads.contract import WorkloadName
 

@@ -20,7 +20,7 @@ from torch.nn import functional as F
 from parabench.engine.training import shard_batches
 from parabench.models.d2l_resnet18 import d2l_resnet18
 from parabench.runtime.process import Process
-from parabench.strategies import STRATEGIES
+from parabench.strategies.registry import STRATEGIES
 from tests.multiprocess import run_ranks
 from tests.setups import cpu_setup
 

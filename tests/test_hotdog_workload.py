@@ -18,8 +18,8 @@ from parabench.engine.plan import RunPlan
 from parabench.engine.training import build_trainer, epoch_batches, optimizer_step
 from parabench.models.torchvision_resnet18 import resnet18_blocks
 from parabench.runtime.process import Process
-from parabench.strategies import STRATEGIES
 from parabench.strategies.partition import block_costs
+from parabench.strategies.registry import STRATEGIES
 from parabench.workloads.hotdog import Hotdog, HotdogData, HotdogSettings
 from parabench.workloads.image_views import eval_views, normalized, train_views
 from tests.multiprocess import run_ranks

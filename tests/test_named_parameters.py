@@ -9,7 +9,7 @@ from torch import nn
 
 from parabench.models.d2l_resnet18 import d2l_resnet18
 from parabench.runtime.process import Process
-from parabench.strategies import STRATEGIES
+from parabench.strategies.registry import STRATEGIES
 from tests.multiprocess import run_ranks
 from tests.setups import CPU_PROCESS, cpu_setup
 

@@ -19,7 +19,7 @@ from parabench.batch import Batch
 from parabench.engine.training import shard_batches
 from parabench.models.relation import relation_network
 from parabench.runtime.process import Process
-from parabench.strategies import STRATEGIES
+from parabench.strategies.registry import STRATEGIES
 from parabench.workloads.episodic import relation_loss
 from tests.multiprocess import run_ranks
 from tests.setups import cpu_setup

@@ -21,7 +21,7 @@ from parabench.batch import Batch
 from parabench.engine.plan import RunPlan
 from parabench.engine.training import build_trainer, fit
 from parabench.runtime.process import Process
-from parabench.strategies import STRATEGIES
+from parabench.strategies.registry import STRATEGIES
 from parabench.workloads import WORKLOADS, TrainSettings, Workload, WorkloadData
 from parabench.workloads.contract import ParamGroup
 from tests.multiprocess import run_ranks

@@ -4,7 +4,7 @@ import copy
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -26,7 +26,6 @@ from parabench.params_file import PARAMS_FILE, read_raw_params
 from parabench.params_problems import SettingProblem, explain, non_finite_keys
 from parabench.paths import prepared_dir
 from parabench.runtime.hardware import Hardware
-from parabench.strategies import STRATEGIES
 from parabench.strategies.options import (
     FsdpOptions,
     PartitionOptions,
@@ -178,8 +177,10 @@ class Sweep(CellTiming):
         for name, overrides in value.items():
             if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
                 raise ValueError(f"curve name {name!r} becomes a file name: use letters, digits, '_', '.', '-'")
-            if "strategy" in overrides and overrides["strategy"] not in STRATEGIES:
-                raise ValueError(f"curve {name}: strategy {overrides['strategy']!r} is none of {list(STRATEGIES)}")
+            if "strategy" in overrides and overrides["strategy"] not in get_args(StrategyName):
+                raise ValueError(
+                    f"curve {name}: strategy {overrides['strategy']!r} is none of {list(get_args(StrategyName))}"
+                )
         return value
 
     @model_validator(mode="after")

@@ -22,8 +22,8 @@ from parabench.params_file import PARAMS_FILE
 from parabench.paths import prepared_dir
 from parabench.records import RunIdentity
 from parabench.runtime.hardware import Machine, resolve
-from parabench.strategies import STRATEGIES, Strategy
-from parabench.strategies.base import StrategySetup
+from parabench.strategies.base import Strategy, StrategySetup
+from parabench.strategies.registry import STRATEGIES
 from parabench.workloads import WORKLOADS, TrainSettings, Workload, WorkloadData
 
 log = logging.getLogger("parabench.plan")

@@ -4,7 +4,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# params.yaml's strategy names: the registry's keys in its order (strategies/__init__.py; tests/test_config.py)
+# params.yaml's strategy names: the registry's keys in its order (strategies/registry.py; tests/test_config.py)
 StrategyName = Literal["single", "dp", "ddp", "allreduce", "model_parallel", "pipeline", "fsdp"]
 PipelineEngine = Literal["inprocess", "distributed"]  # one process drives every stage | one process per stage
 PipelineSchedule = Literal["gpipe", "1f1b"]  # the distributed engine's schedule

@@ -1,0 +1,20 @@
+"""The strategy registry: adding a strategy is one file, one line here and its name in options.StrategyName.
+
+It lives beside the strategies, not in the package's __init__: importing one module of the package (its options,
+read by the params schema) must not import every strategy, or every stage would depend on every strategy's file."""
+
+from parabench.strategies import allreduce, ddp, dp, fsdp, model_parallel, pipeline, single
+from parabench.strategies.base import Strategy
+
+STRATEGIES: dict[str, Strategy] = {
+    s.name: s
+    for s in (
+        single.STRATEGY,
+        dp.STRATEGY,
+        ddp.STRATEGY,
+        allreduce.STRATEGY,
+        model_parallel.STRATEGY,
+        pipeline.STRATEGY,
+        fsdp.STRATEGY,
+    )
+}
