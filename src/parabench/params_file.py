@@ -39,10 +39,10 @@ def check_for_dvc(path: Path = PARAMS_FILE) -> None:
     Every value is validated by the pipeline's first stage (check)."""
     missing = [key for key in READ_BY_DVC_YAML if key not in read_raw_params(path)]
     if missing:
+        them = "them" if len(missing) > 1 else "it"
         raise ConfigError(
-            f"{path}: no {', '.join(missing)}: dvc.yaml reads {'them' if len(missing) > 1 else 'it'} to lay out the "
-            f"stages; add {'them' if len(missing) > 1 else 'it'} back as `git show HEAD:params.yaml` has "
-            f"{'them' if len(missing) > 1 else 'it'}, or {RESTORE}."
+            f"{path}: no {', '.join(missing)}: dvc.yaml reads {them} to lay out the stages; add {them} back as "
+            f"`git show HEAD:params.yaml` has {them}, or {RESTORE}."
         )
 
 

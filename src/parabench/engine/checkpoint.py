@@ -67,17 +67,33 @@ def write_tensors(path: Path, contents: object) -> None:
     write_bytes(path, buffer.getbuffer())
 
 
-def read_tensors(path: Path) -> dict[str, Any]:
-    """Tensors a stage saved (write_tensors), read as plain data; a file that does not load (cut, garbled) is a
-    DataError naming it."""
+class Unreadable(Exception):
+    """A file that does not load as saved tensors (cut, garbled, another kind of object); the message says why."""
+
+
+def load_tensors(path: Path) -> dict[str, Any]:
+    """Tensors saved by write_tensors, read as plain data (weights_only); Unreadable, saying why, where they do not
+    load."""
+    if torch.distributed.is_available():
+        # fsdp's optimiser state holds DTensors, which weights_only loads only once this import has registered them
+        # (and their DeviceMesh); torchvision happens to import it today, which a checkpoint must not count on.
+        from torch.distributed import tensor  # noqa: F401
     try:
         contents = torch.load(path, map_location="cpu", weights_only=True)
     except UNREADABLE as err:
-        first = str(err).strip().split(". ")[0] if str(err).strip() else type(err).__name__
-        raise DataError(f"{path}: does not load ({first}); {changed_behind_dvc(path)}") from None
+        first = str(err).strip().splitlines()[0].split(". ")[0] if str(err).strip() else ""
+        raise Unreadable(f"{type(err).__name__}: {first}") from None
     if not isinstance(contents, dict):
-        raise DataError(f"{path}: holds a {type(contents).__name__}, not saved tensors; {changed_behind_dvc(path)}")
+        raise Unreadable(f"holds a {type(contents).__name__}, not saved tensors")
     return contents
+
+
+def read_tensors(path: Path) -> dict[str, Any]:
+    """A stage's saved tensors (a model); one that does not load is a DataError naming it and how to restore it."""
+    try:
+        return load_tensors(path)
+    except Unreadable as err:
+        raise DataError(f"{path}: does not load ({err}); {changed_behind_dvc(path)}") from None
 
 
 def save(path: Path, state: dict[str, Any]) -> None:
@@ -134,22 +150,11 @@ def _set_aside(path: Path, why: str) -> Path:
 
 def _read_or_set_aside(path: Path) -> dict[str, Any] | None:
     """The checkpoint's contents, or None after moving an unreadable one (truncated, corrupt) to PATH.corrupt."""
-    if torch.distributed.is_available():
-        # fsdp's optimiser state holds DTensors, which weights_only loads only once this import has registered them
-        # (and their DeviceMesh); torchvision happens to import it today, which a checkpoint must not count on.
-        from torch.distributed import tensor  # noqa: F401
     try:
-        candidate = torch.load(path, map_location="cpu", weights_only=True)
-        if not isinstance(candidate, dict):
-            raise ValueError(f"holds a {type(candidate).__name__}, not a checkpoint")
-        return candidate
-    except UNREADABLE as err:
+        return load_tensors(path)
+    except Unreadable as err:
         aside = _set_aside(path, "corrupt")
         log.warning(
-            "checkpoint %s is unreadable (%s: %s); moved it to %s and training starts from scratch",
-            path,
-            type(err).__name__,
-            str(err).splitlines()[0] if str(err) else "",
-            aside,
+            "checkpoint %s is unreadable (%s); moved it to %s and training starts from scratch", path, err, aside
         )
         return None

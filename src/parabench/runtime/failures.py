@@ -90,7 +90,8 @@ def failure_message(
             "the timeout, then run again."
         )
     cause = ROOT_CAUSE.search(stderr_tail)
-    where = "".join(f"\n  {line}" for line in dict.fromkeys(STOPPED_AT.findall(stderr_tail)))
+    said = list(dict.fromkeys(STOPPED_AT.findall(stderr_tail)))  # each rank's last words, once, in order
+    where = "".join(f"\n  {line}" for line in said)
     if last_step is not None:
         where += f"\n  the last step rank 0 finished: {last_step}"
     timeout = collective_timeout(stderr_tail, hung)
@@ -106,7 +107,6 @@ def failure_message(
     if cause is None:  # one plain process, or torchrun itself: a negative status is the signal that ended it
         return f"the worker(s) of {what} {worker_end(status, None)}{where}; their messages are above."
     rank = cause["rank"]
-    said = dict.fromkeys(STOPPED_AT.findall(stderr_tail))
     own = next((line for line in said if line.startswith(f"rank {rank}: ")), None)
     first = f"rank {rank} (local rank {cause['local_rank']}) on host {cause['host']}"
     if own is not None:  # the rank that failed first said why: that is the cause, the others' ends its consequences
