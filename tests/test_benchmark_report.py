@@ -21,6 +21,7 @@ from parabench.report.answers import noise_sentence
 from parabench.report.benchmark import skipped, summarize_cells, table
 from parabench.report.benchmark_figure import draw
 from parabench.report.time_split import cut_parts, time_split
+from parabench.strategies.registry import STRATEGIES
 from tests.setups import cpu_setup, tiny_plan
 
 
@@ -174,7 +175,9 @@ def test_parts_that_do_not_describe_the_median_step_are_flagged():
         {"input": 0.1, "forward_backward": 0.1, "optimizer": 0.0},
     ]
     skewed = turn([0.6, 0.6, 0.2], 1).model_copy(update={"phase_durations": [steps]})
-    split = time_split(cell_run([skewed]), "single", communicates=False, data_parallel=False, compute_beside=None)
+    split = time_split(
+        cell_run([skewed]), STRATEGIES["single"], communicates=False, data_parallel=False, compute_beside=None
+    )
     assert split["time_split_vs_step"] == pytest.approx(1.4 / 3 / 0.6 - 1) and split["time_split_adds_up"] is False
 
 
@@ -211,7 +214,9 @@ def test_a_bound_above_the_measured_step_leaves_no_negative_part_and_the_split_s
     staged = cell_run([turn([0.1, 0.1, 0.1], 1)]).model_copy(
         update={"strategy_details": {"stage_seconds": [0.2, 0.2], "devices_virtual": False}}
     )
-    split = time_split(staged, "model_parallel", communicates=True, data_parallel=False, compute_beside=None)
+    split = time_split(
+        staged, STRATEGIES["model_parallel"], communicates=True, data_parallel=False, compute_beside=None
+    )
     assert split["time_split_s"]["communication"] == 0 and split["time_split_adds_up"] is False
 
 

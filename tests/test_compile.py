@@ -79,7 +79,7 @@ def test_dp_and_a_missing_compiler_stop_at_the_check(base_params, write_params, 
     monkeypatch.setattr("shutil.which", lambda name: None)
     with pytest.raises(ConfigError, match=r"compile: true needs a C\+\+ compiler.*set compile: false"):
         make_plan(params, "fashion_mnist", "train")
-    with pytest.raises(ConfigError, match=r"compile: true does not compose with strategy dp.*use ddp"):
+    with pytest.raises(ConfigError, match=r"compile: true does not compose with strategy dp.*strategy=ddp"):
         check_compile(STRATEGIES["dp"], plan.machine)
 
 

@@ -2,8 +2,9 @@
 
 from parabench.engine.cells import Cell, CellRuns
 from parabench.records import CellsSummary, CurveFigures, SkippedCurve
-from parabench.report.answers import QUESTIONS, answer, pair_sentence, sweep_sentence
+from parabench.report.answers import answer, pair_sentence, sweep_sentence
 from parabench.report.benchmark import summarize_cells
+from parabench.strategies.registry import STRATEGIES
 from parabench.workloads import WORKLOADS
 from tests.setups import cpu_setup, tiny_plan
 from tests.test_benchmark_report import steady
@@ -28,17 +29,21 @@ def benchmark(times: dict[str, float], ceiling: float | None = None) -> CellsSum
     return summarize_cells(entries)
 
 
+FASHION_MNIST = WORKLOADS["fashion_mnist"].question
 BENCHMARK = benchmark({"single": 0.2, "single_control": 0.201, "ddp": 0.1, "allreduce": 0.125}, ceiling=0.08)
 
 
-def test_every_workload_has_its_seed_question():
-    assert set(QUESTIONS) == set(WORKLOADS)
-    assert sorted(question.seed for question in QUESTIONS.values()) == ["000", "001", "002", "003"]
+def test_every_workload_has_its_seed_question_comparing_strategies_that_exist():
+    questions = [workload.question for workload in WORKLOADS.values()]
+    assert sorted(question.seed for question in questions) == ["000", "001", "002", "003"]
+    compared = {name for question in questions for pair in question.compared for name in pair}
+    assert compared and compared <= set(STRATEGIES)
 
 
 def test_the_answer_names_the_fastest_strategy_beyond_the_noise_and_what_communication_costs():
     text = answer(
         "fashion_mnist",
+        FASHION_MNIST,
         BENCHMARK,
         "no detectable difference between ddp and single (-0.001, 95% -0.005 to +0.003)",
         {},
@@ -54,7 +59,7 @@ def test_the_answer_names_the_fastest_strategy_beyond_the_noise_and_what_communi
 
 def test_strategies_within_the_noise_are_named_as_a_tie():
     tied = benchmark({"single": 0.2, "single_control": 0.206, "ddp": 0.1, "allreduce": 0.101})
-    assert answer("fashion_mnist", tied, None, {}).startswith(
+    assert answer("fashion_mnist", FASHION_MNIST, tied, None, {}).startswith(
         "No strategy is fastest beyond the noise: ddp, allreduce are within it of each other (ddp 2.00x ("
     )
 
@@ -84,11 +89,11 @@ def test_the_sweep_answer_gives_each_curve_s_best_split_size():
 
 def test_where_single_is_fastest_the_answer_says_so_and_names_the_closest():
     slower = benchmark({"single": 0.2, "single_control": 0.2, "ddp": 0.25})
-    assert answer("fashion_mnist", slower, None, {}).startswith(
+    assert answer("fashion_mnist", FASHION_MNIST, slower, None, {}).startswith(
         "No strategy beats single here (320 samples/s). The closest is ddp, at 0.80x ("
     )
 
 
 def test_without_single_no_speedup_is_claimed():
-    text = answer("resnet50", benchmark({"ddp": 0.1}), None, {})
+    text = answer("resnet50", WORKLOADS["resnet50"].question, benchmark({"ddp": 0.1}), None, {})
     assert text.startswith("No resnet50 benchmark cell of `single` ran here")

@@ -22,17 +22,34 @@ from parabench.records import (
 )
 from parabench.report.benchmark import summarize_cells
 from parabench.report.scaling import (
-    ModelSizes,
     checked_sweep_cells,
     compact,
     cut_at,
     link_at,
     measured_links,
     predict,
-    strategy_step,
 )
+from parabench.strategies.cost import ModelSizes, ReplicaCost, ReplicaStep
+from parabench.strategies.registry import STRATEGIES
 from tests.setups import cpu_setup, run_record, tiny_plan
 from tests.test_benchmark_report import cell_run, entries, turn
+
+
+def strategy_step(
+    name: str,
+    compute_s: float,
+    forward_backward_s: float,
+    sizes: ModelSizes,
+    links: Links,
+    devices: int,
+    own_devices: bool,
+    details: dict[str, Any] | None = None,
+) -> Any:
+    """The strategy `name`'s own cost model of one step of `devices` replicas."""
+    cost = STRATEGIES[name].cost
+    assert isinstance(cost, ReplicaCost)
+    return cost.step(ReplicaStep(compute_s, forward_backward_s, sizes, links, devices, own_devices, details or {}))
+
 
 ALL_REDUCE = CollectiveFit(status="ran", latency_s=1e-4, bandwidth_bytes_per_s=1e9, cpu_share=1.0, points=[])
 PROBE = Probed(  # copies at no cost, no cost per sharded block: the link alone

@@ -530,9 +530,9 @@ class PredictedScaling(Record):
 
 
 class Bottleneck(Record):
-    """What limits ddp at the largest device count."""
+    """What limits the headline strategy (ddp) at the largest device count."""
 
-    strategy: str = Field(description="ddp")
+    strategy: str = Field(description="the headline strategy (Strategy.headline)")
     devices: int = Field(description="the largest of predict.devices")
     link: str = Field(description="the link its all-reduce crosses there")
     exposed_share: float = Field(description="its step's share left to exposed all-reduce over that link")

@@ -36,11 +36,11 @@ from parabench.runtime.environment import machine_identity
 from parabench.runtime.hardware import Machine, resolve
 from parabench.runtime.step_signs import kept_steps
 from parabench.stats import median_interval, ratio_interval
+from parabench.strategies.registry import BASELINE, REFERENCE_LINES
 
 log = logging.getLogger("parabench.cells")
 CEILING = "ceiling"
 CONTROL = "single_control"  # the A/A control: single timed again, as a cell of its own
-REFERENCE_LINES = ("single", "model_parallel")
 MAX_LENGTHENING = 16  # a turn takes at most 16 times timing's turn_steps
 SETTLE_EVERY = 5  # turns between two looks at which cells are known within their goal (a look bootstraps each one)
 
@@ -59,7 +59,7 @@ class Cell:
     def alone(self) -> bool:
         """Whether the cell has a job of its own: `single`, which every ratio is taken against, and each A/A control,
         so that the two differ only by being two processes, with no other cell's model beside either."""
-        return self.strategy == "single" and self.copies == 1 and not self.overrides
+        return self.strategy == BASELINE and self.copies == 1 and not self.overrides
 
     @property
     def label(self) -> str:
@@ -184,7 +184,7 @@ def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTi
     returns where the stage's time went."""
     began, stage = time.monotonic(), StageTime()
     runnable = [entry for entry in planned if entry.plan is not None]
-    reference = next((entry for entry in runnable if entry.cell.label == "single"), None)
+    reference = next((entry for entry in runnable if entry.cell.label == BASELINE), None)
     for plan in (entry.plan for entry in runnable if entry.plan is not None):
         plan.workload.prefetch(plan.settings)
     with (
@@ -293,10 +293,10 @@ def benchmark_cells(workload: str, strategies: Sequence[str], devices: int) -> l
     each other, so that their ratio holds what two processes differ by, not the machine's drift over a turn), plus
     `devices` copies of `single` side by side: what the shared machine allows."""
     cells = [Cell(workload, strategy) for strategy in strategies]
-    if "single" in strategies:
-        cells.insert(strategies.index("single") + 1, Cell(workload, "single", control=1))
+    if BASELINE in strategies:
+        cells.insert(strategies.index(BASELINE) + 1, Cell(workload, BASELINE, control=1))
     if devices > 1:
-        cells.append(Cell(workload, "single", copies=devices))
+        cells.append(Cell(workload, BASELINE, copies=devices))
     return cells
 
 

@@ -231,12 +231,12 @@ def check_accumulate(accumulate: int, strategy: Strategy, per_replica: int, work
 
 
 def check_compile(strategy: Strategy, machine: Machine) -> None:
-    """torch.compile needs its backend's compiler here (a C++ compiler on the CPU, Triton on CUDA), and refuses dp:
-    DataParallel copies the module to every GPU at each forward, which compiled modules do not survive."""
-    if strategy.name == "dp":
+    """torch.compile needs its backend's compiler here (a C++ compiler on the CPU, Triton on CUDA), and a strategy it
+    composes with (Strategy.refuses_compile says why not)."""
+    if strategy.refuses_compile:
         raise ConfigError(
-            "compile: true does not compose with strategy dp: DataParallel replicates the module at every forward, "
-            "which torch.compile does not support; use ddp, or set compile: false"
+            f"compile: true does not compose with strategy {strategy.name}: {strategy.refuses_compile}; choose "
+            "another strategy (dvc exp run -S strategy=ddp), or set compile: false"
         )
     if machine.accelerator == "cpu" and not any(shutil.which(name) for name in ("g++", "c++", "clang++")):
         raise ConfigError(

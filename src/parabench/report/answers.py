@@ -1,7 +1,5 @@
 """What each seed experiment asked, and this machine's answer in a few sentences computed from its numbers."""
 
-from dataclasses import dataclass
-
 from parabench.records import (
     CellFigures,
     CellsSummary,
@@ -12,44 +10,10 @@ from parabench.records import (
     SweepResults,
     ran,
 )
-from parabench.report.benchmark import REFERENCE, paired_rate
+from parabench.report.benchmark import paired_rate
 from parabench.stats import rate_ratio, ratio_verdict
-
-
-@dataclass(frozen=True)
-class SeedQuestion:
-    """A seed document's experiment in its own terms: which seed, its title, the question it asked."""
-
-    seed: str
-    title: str
-    question: str
-
-
-QUESTIONS = {
-    "fashion_mnist": SeedQuestion(
-        "003",
-        "d2l's concise multi-GPU training: ResNet-18 on Fashion-MNIST",
-        "How much faster does ResNet-18 train on Fashion-MNIST when each device holds a replica and the gradients are "
-        "averaged, and what do the strategies lose to communication?",
-    ),
-    "miniimagenet": SeedQuestion(
-        "000",
-        "A Relation Network on miniImageNet: DataParallel against DistributedDataParallel",
-        "Is DistributedDataParallel faster than DataParallel for a few-shot Relation Network, and does either "
-        "change what the model learns?",
-    ),
-    "hotdog": SeedQuestion(
-        "002",
-        "d2l's hand-written all-reduce, and fine-tuning ResNet-18 on hotdog",
-        "Does gradient averaging written by hand keep up with the library's, and does fine-tuning reach the same "
-        "accuracy under every strategy?",
-    ),
-    "resnet50": SeedQuestion(
-        "001",
-        "ResNet-50 cut across devices: model parallelism and pipelining",
-        "What does model parallelism cost, what does pipelining win back, and which split size is best?",
-    ),
-}
+from parabench.strategies.registry import BASELINE
+from parabench.workloads.contract import Question
 
 
 def speedup_text(cell: CellFigures) -> str:
@@ -93,11 +57,11 @@ def fastest_sentence(workload: str, benchmark: CellsSummary) -> str:
     interval; how close data parallelism comes to the ceiling; the cells whose figures are not an answer, and why."""
     ranking, flags = benchmark.ranking, benchmark.flags
     ran_cells = {label: cell for label, cell in benchmark.cells.items() if isinstance(cell, CellFigures)}
-    reference = ran(benchmark.cells, REFERENCE)
+    reference = ran(benchmark.cells, BASELINE)
     if reference is None:
         return f"No {workload} benchmark cell of `single` ran here, so no speedup can be given."
     runner_up = ranking.runner_up
-    if ranking.fastest == REFERENCE:
+    if ranking.fastest == BASELINE:
         sentences = [f"No strategy beats single here ({reference.rate:.3g} {reference.unit}s/s)."]
         if runner_up:
             sentences.append(f"The closest is {runner_up}, at {speedup_text(ran_cells[runner_up])} single.")
@@ -115,10 +79,10 @@ def fastest_sentence(workload: str, benchmark: CellsSummary) -> str:
         tied = ranking.tied
         sentences = [
             f"No strategy is fastest beyond the noise: {', '.join(tied)} are within it of each other "
-            f"({', '.join(f'{label} {speedup_text(ran_cells[label])}' for label in tied if label != REFERENCE)}"
-            f"{' single' if any(label != REFERENCE for label in tied) else ''})."
+            f"({', '.join(f'{label} {speedup_text(ran_cells[label])}' for label in tied if label != BASELINE)}"
+            f"{' single' if any(label != BASELINE for label in tied) else ''})."
         ]
-        if REFERENCE in tied:
+        if BASELINE in tied:
             sentences.append("So none of them beats single beyond the noise.")
     sentences.append(noise_sentence(benchmark.noise))
     parallel = [
@@ -188,19 +152,15 @@ def sweep_sentence(name: str, param: str, curves: dict[str, CurveFigures | Skipp
 
 def answer(
     workload: str,
+    question: Question,
     benchmark: CellsSummary,
     quality: str | None,
     sweeps: dict[str, SweepResults],
 ) -> str:
-    """This machine's answer to the workload's seed question, from the benchmark, the run's comparison with its
-    reference (quality) and the sweeps of the workload (by name)."""
+    """This machine's answer to the workload's question, from the benchmark (the fastest, and each pair the question
+    compares), the sweeps of the workload (by name) and the run's comparison with its reference (quality)."""
     sentences = [fastest_sentence(workload, benchmark)]
-    if workload == "miniimagenet":
-        sentences.append(pair_sentence(benchmark, "ddp", "dp"))
-    if workload == "hotdog":
-        sentences.append(pair_sentence(benchmark, "allreduce", "ddp"))
-    if workload == "resnet50":
-        sentences.append(pair_sentence(benchmark, "model_parallel", REFERENCE))
-        sentences += [sweep_sentence(name, sweep.sweep["param"], sweep.curves) for name, sweep in sweeps.items()]
+    sentences += [pair_sentence(benchmark, first, second) for first, second in question.compared]
+    sentences += [sweep_sentence(name, sweep.sweep["param"], sweep.curves) for name, sweep in sweeps.items()]
     sentences.append(quality_sentence(quality))
     return " ".join(sentence for sentence in sentences if sentence)

@@ -26,8 +26,8 @@ from parabench.runtime.environment import describe, machine_line
 from parabench.runtime.load import CONTENDED_SHARE
 from parabench.runtime.step_signs import disturbances, kept_steps
 from parabench.stats import NO_DIFFERENCE, median_interval, noise_floor, rate_ratio, ratio_verdict
+from parabench.strategies.registry import BASELINE
 
-REFERENCE = "single"
 NOT_STRATEGIES = (CEILING, CONTROL)  # cells that bound or check the others: never an answer
 NOT_COMPARED = {
     "speedup": None,
@@ -54,7 +54,7 @@ def cell_result(entry: CellRuns, compute_beside: float | None) -> Cell:
     data_parallel = plan.strategy.data_parallel and plan.copies == 1
     split = time_split(
         run,
-        plan.strategy.name,
+        plan.strategy,
         communicates=plan.devices > 1 and plan.copies == 1,
         data_parallel=data_parallel,
         compute_beside=compute_beside,
@@ -134,7 +134,7 @@ def summarize_cells(entries: list[CellRuns], smallest_difference: float = 0.0) -
         )
         for entry in entries
     }
-    reference, ceiling, control = (ran(cells, label) for label in (REFERENCE, CEILING, CONTROL))
+    reference, ceiling, control = (ran(cells, label) for label in (BASELINE, CEILING, CONTROL))
     noise = noise_of(reference, control, smallest_difference)
     compared: dict[str, Cell] = {
         label: with_comparisons(figures, reference, ceiling, noise.floor)
@@ -227,7 +227,7 @@ def measurement_flags(cells: dict[str, Cell], floor: float | None) -> dict[str, 
                 "replicas doing the same work plus communication, so one of the two cells measured "
                 "something else"
             )
-        elif figures.processes != 1 or label == REFERENCE or not figures.speedup_ci95:
+        elif figures.processes != 1 or label == BASELINE or not figures.speedup_ci95:
             continue
         elif figures.data_parallel and figures.speedup_verdict == "faster":
             low, high = figures.speedup_ci95

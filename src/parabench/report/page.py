@@ -42,12 +42,14 @@ from parabench.records import (
     probe_record,
     ran,
 )
-from parabench.report.answers import QUESTIONS, answer, noise_sentence, speedup_text
-from parabench.report.benchmark import REFERENCE, largest_rank_memory, paired_rate, skipped
+from parabench.report.answers import answer, noise_sentence, speedup_text
+from parabench.report.benchmark import largest_rank_memory, paired_rate, skipped
 from parabench.report.epoch_figure import epoch_figure
 from parabench.report.scaling import check_row, order_row, probe_rows
 from parabench.report.time_split import PART_MEANINGS
 from parabench.runtime.environment import machine_line
+from parabench.strategies.registry import BASELINE
+from parabench.workloads import WORKLOADS
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 1180px; margin: 2em auto; padding: 0 1em; color: #222; }
@@ -151,7 +153,7 @@ def benchmark_rows(benchmark: BenchmarkResults) -> list[dict[str, Any]]:
     and why its figure is not an answer where a check flagged it. The rate is the one the speedup gives (single's
     median rate times it), so that the two columns are one estimate; the median step is the cell's own."""
     rows = []
-    reference = ran(benchmark.cells, REFERENCE)
+    reference = ran(benchmark.cells, BASELINE)
     for label, cell in benchmark.cells.items():
         if not isinstance(cell, CellFigures):
             continue
@@ -305,7 +307,7 @@ def prediction_html(workload: str) -> str:
 def section(workload: str, every_sweep: dict[str, SweepResults], machine: str) -> str:
     """One seed experiment: question, answer, then the evidence from the pipeline's files (the sweeps among
     `every_sweep`, name -> results, that sweep this workload included)."""
-    question = QUESTIONS[workload]
+    question = WORKLOADS[workload].question
     benchmark = read_model(results_file("benchmark", workload), BenchmarkResults)
     comparison = read_model(results_file("speedup", workload), Comparison)
     sweeps = {name: sweep for name, sweep in every_sweep.items() if sweep.sweep["workload"] == workload}
@@ -315,7 +317,7 @@ def section(workload: str, every_sweep: dict[str, SweepResults], machine: str) -
         f'<section id="{workload}"><h2>{html.escape(workload)}: {html.escape(question.title)}</h2>',
         f'<p class="question">{html.escape(question.question)} <span class="source">(the question of seed '
         f"experiment {question.seed}: docs/workloads.md)</span></p>",
-        f'<p class="answer">{html.escape(answer(workload, benchmark, comparison.quality, sweeps))}</p>',
+        f'<p class="answer">{html.escape(answer(workload, question, benchmark, comparison.quality, sweeps))}</p>',
         "<h3>Every strategy, the cells taking turns step by step</h3>",
         figure_tag(benchmark_figure_file(workload).read_bytes(), f"{workload} benchmark"),
         table_html(benchmark_rows(benchmark)),

@@ -22,10 +22,10 @@ from parabench.io import read_json
 from parabench.paths import results_file
 from parabench.records import BenchmarkResults, CellFigures, ran
 from parabench.report.answers import speedup_text
-from parabench.report.benchmark import REFERENCE
 from parabench.report.speedup import fastest_in_words
 from parabench.runtime.environment import machine_line
 from parabench.stats import estimates_agree
+from parabench.strategies.registry import BASELINE
 from parabench.workloads import WORKLOADS
 
 WIDTH = 160
@@ -79,7 +79,7 @@ def rows(first: dict[str, BenchmarkResults], second: dict[str, BenchmarkResults]
     for workload in shared(first, second):
         for label in first[workload].cells:
             one, other = ran(first[workload].cells, label), ran(second[workload].cells, label)
-            if label == REFERENCE or one is None or other is None:
+            if label == BASELINE or one is None or other is None:
                 continue
             figures = speedup(one), speedup(other)
             if figures[0] is None or figures[1] is None:

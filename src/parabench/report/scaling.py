@@ -38,12 +38,9 @@ kind, or devices of their own where this machine's were virtual) says so: `valid
 """
 
 import statistics
-from collections.abc import Mapping
-from dataclasses import dataclass
 from itertools import accumulate, combinations
 from typing import Any
 
-from parabench.buckets import allreduce_buckets, ddp_buckets
 from parabench.config import GivenLink, PredictOptions
 from parabench.prediction import (
     GBYTE,
@@ -54,11 +51,8 @@ from parabench.prediction import (
     Link,
     Links,
     StepPrediction,
-    data_parallel_step,
-    fsdp_step,
     pipeline_step,
     relative_error,
-    replicated_step,
 )
 from parabench.records import (
     Bottleneck,
@@ -78,17 +72,14 @@ from parabench.records import (
     ran,
 )
 from parabench.stats import NO_DIFFERENCE, Z_95, median_interval, rate_ratio, ratio_verdict
-from parabench.strategies.fsdp import mesh_shape
+from parabench.strategies.cost import ModelSizes, ReplicaCost, ReplicaStep, StagedCost
 from parabench.strategies.partition import split_costs
+from parabench.strategies.registry import BASELINE, HEADLINE, STRATEGIES
 from parabench.workloads.contract import Scaling
 
-BACKWARD_SHARE = 2 / 3  # of forward and backward: the backward pass does about twice the forward's work
 GOAL, MEDIAN_GOAL = 0.15, 0.08  # each cell within 15% (or 3x its own noise, where larger); the median within 8%
 NOISE_MULTIPLE = 3  # a cell's noise: its median's standard error, the 95% interval's half-width over Z_95
-PREDICTED = ("dp", "ddp", "allreduce", "fsdp", "pipeline", "model_parallel")
-ONE_PROCESS = ("dp",)  # one process drives every device: never beyond one node
-STAGED = ("pipeline", "model_parallel")  # a cut model: predicted from its stages' seconds
-ACROSS_NODES = ("ddp", "allreduce", "fsdp", "pipeline")  # a train run over several nodes checked
+PREDICTED = {name: strategy.cost for name, strategy in STRATEGIES.items() if strategy.cost is not None}
 
 
 def measured_links(probe: Probe) -> Links | None:
@@ -175,66 +166,9 @@ def chosen_links(
     return Links.alike(preset.link), f"{kind}{choice}{note}: {preset.source}", False
 
 
-@dataclass(frozen=True)
-class ModelSizes:
-    """What the model's size sets of a step's communication, as single measured it: each gradient's bytes in the
-    order the model registers its parameters (bucketed as buckets.py says), and its buffers' bytes."""
-
-    gradient_bytes: tuple[int, ...]
-    buffer_bytes: int
-
-    @classmethod
-    def of(cls, single: CellFigures) -> "ModelSizes":
-        """The sizes single's cell recorded."""
-        return cls(tuple(single.gradient_bytes), single.buffer_bytes)
-
-    @property
-    def total_gradient_bytes(self) -> int:
-        """Every gradient's bytes (the parameters' alike)."""
-        return sum(self.gradient_bytes)
-
-
-def fsdp_mesh(details: Mapping[str, Any], devices: int) -> tuple[int, int]:
-    """fsdp's replicas and shards as its run recorded its mesh (one dimension: one replica sharded over every rank; two:
-    FSDP2's replicate x shard), or full sharding over `devices` where none was recorded (at more devices)."""
-    mesh = list(details.get("mesh", [devices]))
-    return (1, mesh[0]) if len(mesh) == 1 else (mesh[0], mesh[1])
-
-
-def strategy_step(
-    strategy: str,
-    compute_s: float,
-    forward_backward_s: float,
-    sizes: ModelSizes,
-    links: Links,
-    devices: int,
-    own_devices: bool,
-    details: Mapping[str, Any] | None = None,
-    batch_bytes: float = 0.0,
-    across: Links | None = None,
-) -> StepPrediction:
-    """The predicted step of a data-parallel or sharded strategy over `devices` replicas computing `compute_s` each:
-    ddp over DDP's buckets with its buffers broadcast before each forward, allreduce over its own buckets; fsdp over
-    the mesh and sharding its `details` recorded (fsdp_mesh; full by default) and its `sharded_blocks`, its shards'
-    collectives over `links` and its replicas' all-reduce over `across` (the links between the nodes, where its
-    replicas span them; else `links`); dp by its broadcast of the parameters and reduce of the gradients through the
-    first device, and the scatter and gather of `batch_bytes` (scattered_bytes) there."""
-    details = details or {}
-    gradient_bytes = sizes.total_gradient_bytes
-    if strategy == "dp":
-        return replicated_step(compute_s, gradient_bytes, batch_bytes, links.all_reduce, devices)
-    if strategy == "fsdp":
-        replicas, shards = fsdp_mesh(details, devices)
-        gathers = 1 if details.get("sharding") == "grad_op" else 2
-        units = int(details.get("sharded_blocks", 0))
-        return fsdp_step(compute_s, gradient_bytes, links, across or links, replicas, shards, gathers, units)
-    hideable = 0.0 if strategy == "allreduce" else 1.0 if own_devices else 1 - links.cpu_share
-    backward_s = BACKWARD_SHARE * forward_backward_s
-    bucketed = allreduce_buckets if strategy == "allreduce" else ddp_buckets
-    broadcast = sizes.buffer_bytes if strategy == "ddp" else 0
-    return data_parallel_step(
-        compute_s, backward_s, bucketed(sizes.gradient_bytes), links, devices, hideable, broadcast
-    )
+def model_sizes(single: CellFigures) -> ModelSizes:
+    """The model's sizes as single's cell recorded them."""
+    return ModelSizes(tuple(single.gradient_bytes), single.buffer_bytes)
 
 
 def scattered_bytes(single: CellFigures, units: int) -> float:
@@ -275,7 +209,7 @@ def measured_check(
 
 
 def pipelined(
-    figures: CellFigures, single: CellFigures, model_parallel: bool, links: Links | None
+    figures: CellFigures, single: CellFigures, micro_batched: bool, links: Links | None
 ) -> StepPrediction | None:
     """A cut model's step: its schedule's bound over its stages' seconds (timed one by one on one device), plus single's
     input and optimizer. A distributed pipeline's schedule runs its micro-batches; model_parallel is a pipeline of one
@@ -284,16 +218,17 @@ def pipelined(
     timing gives them (timed block by block, the blocks add up to 1-22% more than the whole on a CPU). Each boundary's
     activation and gradient cross the link as one message each (`links`: the probe's send/recv fit), where the
     stages are processes or devices of their own; on a CPU's virtual devices in one process they stay in its memory.
-    None for the in-process pipeline (one process's stages cannot overlap) and for a cut without stage times."""
+    None for the in-process pipeline (one process's stages cannot overlap) and for a cut without stage times.
+    `micro_batched`: the strategy's StagedCost says which of the two it is."""
     details = figures.strategy_details
-    distributed = figures.processes > 1 and details.get("engine") == "distributed"
-    if not details.get("stage_seconds") or not (distributed or model_parallel):
+    distributed = figures.processes > 1
+    if not details.get("stage_seconds") or not (distributed or not micro_batched):
         return None
     transfers: list[float] = []
     if links is not None and (distributed or not figures.devices_virtual):
         transfers = [2 * links.message_seconds(size) for size in details.get("boundary_bytes", [])]
     stage_seconds = list(details["stage_seconds"])
-    if model_parallel:
+    if not micro_batched:
         whole, timed = forward_backward_s(single), sum(stage_seconds)
         stage_seconds = [whole * seconds / timed for seconds in stage_seconds]
     return staged_step(stage_seconds, details.get("micro_batches", 1) if distributed else 1, transfers, single)
@@ -312,32 +247,30 @@ def staged_step(
 def checked_cells(cells: dict[str, Cell], links: Links | None) -> list[PredictionCheck]:
     """Predicted against measured, for every multi-device cell of a predicted strategy (none without a measured
     link, a ceiling or single)."""
-    ceiling, single = ran(cells, "ceiling"), ran(cells, "single")
+    ceiling, single = ran(cells, "ceiling"), ran(cells, BASELINE)
     if links is None or ceiling is None or single is None:
         return []
     checks = []
     for label, figures in cells.items():
-        if label not in PREDICTED or not isinstance(figures, CellFigures) or figures.devices < 2:
+        cost = PREDICTED.get(label)
+        if cost is None or not isinstance(figures, CellFigures) or figures.devices < 2:
             continue
-        if label in STAGED:
-            predicted = pipelined(figures, single, label == "model_parallel", links)
+        if isinstance(cost, StagedCost):
+            predicted = pipelined(figures, single, cost.micro_batched, links)
             if predicted is None:
                 continue
         else:
-            replica, forward_backward = ceiling.step_time_s.median, forward_backward_s(ceiling)
-            own_devices = not figures.devices_virtual
-            devices = figures.devices
-            predicted = strategy_step(
-                label,
-                replica,
-                forward_backward,
-                ModelSizes.of(single),
-                links,
-                devices,
-                own_devices,
-                figures.strategy_details,
-                scattered_bytes(single, figures.global_batch),
+            step = ReplicaStep(
+                compute_s=ceiling.step_time_s.median,
+                forward_backward_s=forward_backward_s(ceiling),
+                sizes=model_sizes(single),
+                links=links,
+                devices=figures.devices,
+                own_devices=not figures.devices_virtual,
+                details=figures.strategy_details,
+                batch_bytes=scattered_bytes(single, figures.global_batch),
             )
+            predicted = cost.step(step)
         checks.append(check(label, figures, predicted))
     return checks
 
@@ -353,7 +286,8 @@ def checked_across_nodes(
     host in the run computes (single for one; the ceiling for as many as its copies), its input and forward and
     backward scaled to the replica's share of the run's global batch (the optimizer's step stays whole). The
     collectives cross the network, their rings spanning every process, but for fsdp's hybrid sharding: its shards'
-    collectives stay within a node and its replicas' all-reduce crosses the network (strategy_step). Nodes that were
+    collectives stay within a node and its replicas' all-reduce crosses the network (its ReplicaCost's
+    shards_within_node). Nodes that were
     one host (loopback) share its CPU: every process of the run side by side, and ddp hides only what its collectives
     wait, as on one CPU; where no ceiling of that many copies ran (one device a node), single's compute stands in,
     alone on the host, and the row says so.
@@ -362,11 +296,12 @@ def checked_across_nodes(
     stage), each boundary's activation and gradient over the network where the boundary joins two nodes, within a
     node elsewhere, plus single's input and optimizer.
 
-    None where the run spanned one node, the strategy is none of these, the probe between the nodes did not run (or
+    None where the run spanned one node, the strategy has no cost model, the probe between the nodes did not run (or
     the one within a node, where a link within one is needed), or no cell of the layout ran."""
-    if train is None or train.environment.get("nodes", 1) < 2 or train.strategy not in ACROSS_NODES:
+    cost = PREDICTED.get(train.strategy) if train is not None else None
+    if train is None or cost is None or train.environment.get("nodes", 1) < 2 or train.processes < 2:
         return None
-    details, single, network_links = train.strategy_details, ran(cells, "single"), measured_links(network)
+    details, single, network_links = train.strategy_details, ran(cells, BASELINE), measured_links(network)
     if network_links is None or single is None:
         return None
     nodes, hosts = train.environment["nodes"], train.environment.get("node_hosts", [])
@@ -375,15 +310,13 @@ def checked_across_nodes(
     within = measured_links(probe) if per_node > 1 else network_links  # one process a node: its copies alone
     where = f"{nodes} nodes on one host" if one_host else f"{nodes} nodes"
     name, note = train.strategy, ""
-    if train.strategy == "pipeline":
+    if isinstance(cost, StagedCost):
         predicted = pipeline_across_nodes(details, single, within, network_links, per_node)
     else:
-        hybrid = train.strategy == "fsdp" and details.get("sharding") == "hybrid"
-        shard_links = within if hybrid else network_links  # hybrid's shards stay within a node
+        shard_links = within if cost.shards_within_node(details) else network_links
         if shard_links is None:
             return None
-        if train.strategy == "fsdp":
-            name = f"fsdp {details.get('sharding', 'full')}"
+        name = " ".join(part for part in (name, cost.described(details)) if part)
         ceiling = ran(cells, "ceiling")
         side_by_side = train.processes if one_host else per_node
         layout = single if side_by_side == 1 else ceiling if ceiling and ceiling.processes == side_by_side else None
@@ -394,17 +327,17 @@ def checked_across_nodes(
         share = (train.global_batch / train.replicas) / (layout.global_batch / layout.processes)
         forward_backward = forward_backward_s(layout)
         scaled = forward_backward + layout.time_split_s.get("input", 0.0)
-        predicted = strategy_step(
-            train.strategy,
-            layout.step_time_s.median + (share - 1) * scaled,
-            forward_backward * share,
-            ModelSizes.of(single),
-            shard_links,
-            train.processes,
-            not one_host,
-            details,
+        step = ReplicaStep(
+            compute_s=layout.step_time_s.median + (share - 1) * scaled,
+            forward_backward_s=forward_backward * share,
+            sizes=model_sizes(single),
+            links=shard_links,
+            devices=train.processes,
+            own_devices=not one_host,
+            details=details,
             across=network_links,
         )
+        predicted = cost.step(step)
     if predicted is None:
         return None
     _, low, high = median_interval([train.step_durations])
@@ -421,9 +354,9 @@ def checked_across_nodes(
 def pipeline_across_nodes(
     details: dict[str, Any], single: CellFigures, within: Links | None, network: Links, per_node: int
 ) -> StepPrediction | None:
-    """The distributed pipeline of a train run over several nodes (checked_across_nodes): None for the in-process one
-    (it never spans nodes), a cut without stage times, or a boundary within a node with no link measured there."""
-    if details.get("engine") != "distributed" or not details.get("stage_seconds"):
+    """The distributed pipeline of a train run over several nodes (checked_across_nodes): None for a cut without stage
+    times (a cut model in one process never spans nodes), or a boundary within a node with no link measured there."""
+    if not details.get("stage_seconds"):
         return None
     transfers = []
     for boundary, size in enumerate(details.get("boundary_bytes", [])):
@@ -492,22 +425,28 @@ def checked_sweep_cells(cells: list[SweepCell], links: Links | None) -> list[Pre
     its `single` line), the activations between stages crossing `links` (the probe's, or None) as in the benchmark's
     checks."""
     timed = [(cell, cell.figures) for cell in cells if isinstance(cell.figures, CellFigures)]
-    single = next((figures for cell, figures in timed if cell.curve == "single"), None)
+    single = next((figures for cell, figures in timed if cell.curve == BASELINE), None)
     if single is None:
         return []
     checks = []
     for cell, figures in timed:
-        predicted = pipelined(figures, single, cell.curve == "model_parallel", links)
+        predicted = pipelined(figures, single, micro_batched(cell.curve), links)
         if predicted is not None:
             label = cell.curve if cell.value is None else f"{cell.curve} {cell.value}"
             checks.append(check(label, figures, predicted))
     return checks
 
 
+def micro_batched(curve: str) -> bool:
+    """Whether a sweep's curve feeds micro-batches: its curves are the swept pipeline's, but for a line named after a
+    cut model that feeds none (model_parallel's)."""
+    cost = PREDICTED.get(curve)
+    return not isinstance(cost, StagedCost) or cost.micro_batched
+
+
 def extended(
     single: CellFigures,
-    staged: dict[str, Any],
-    sharded: dict[str, Any],
+    measured: dict[str, dict[str, Any]],
     options: PredictOptions,
     scaling: Scaling,
     probe: Probe,
@@ -515,90 +454,108 @@ def extended(
 ) -> list[PredictedScaling]:
     """Each predicted strategy's speedup (its rate over single's) and efficiency at every count of predict.devices,
     on devices of their own, with the share of the step its exposed communication (or bubble) takes and the link it
-    crosses (fsdp in the sharding and over the blocks its benchmark cell recorded, `sharded`: at_devices; dp within
-    one node only, its input and optimizer on the first device). Under strong `scaling` the replicas share single's
-    global batch; under weak each computes one as large as single's, so the global batch grows with them (a cut model
-    has no replicas: its batch stays). A cut model is cut as `cut_at` says, at most one stage per block, each boundary
-    sending a micro-batch's activation forward and its gradient back."""
-    single_step, forward_backward = single.step_time_s.median, forward_backward_s(single)
-    input_s = single.time_split_s.get("input", 0.0)
-    sizes = ModelSizes.of(single)
+    crosses (each strategy with what its benchmark cell recorded of itself, `measured`, at that scale: at_scale). Under
+    strong `scaling` the replicas share single's global batch; under weak each computes one as large as single's, so
+    the global batch grows with them (a cut model has no replicas: its batch stays). A cut model is cut as `cut_at`
+    says (staged_at), at most one stage per block."""
     virtual = single.devices_virtual or (isinstance(probe, Probed) and probe.device == "cpu")
-    micro_batches = int(staged.get("micro_batches", 4))
-    blocks, timed_blocks = sum(staged.get("cut", [])), bool(staged.get("block_seconds"))
+    staged = next((details for name in staged_first() if (details := measured.get(name))), {})
     rows = []
     for devices in options.devices:
-        links, link_text, measured = link_at(devices, options, probe, network)
-        for strategy in PREDICTED:
-            if strategy in ONE_PROCESS and devices > options.devices_per_node:
-                continue
-            if strategy in STAGED and blocks and devices > blocks:
-                continue
-            grown = devices if scaling == "weak" and strategy not in STAGED else 1  # the global batch over single's
-            if strategy in STAGED:
-                each = micro_batches if strategy == "pipeline" else 1
-                shares, sent = cut_at(devices, staged, single.global_batch / each)
-                transfers = [2 * links.message_seconds(size) for size in sent]
-                bound = pipeline_step([forward_backward * share / each for share in shares], each, transfers)
-                step = StepPrediction(bound.compute_s + single_step - forward_backward, bound.exposed_communication_s)
-            else:
-                if strategy in ONE_PROCESS:  # the first device takes in the whole global batch and steps alone
-                    compute = (
-                        single_step - forward_backward + (grown - 1) * input_s + forward_backward * grown / devices
-                    )
-                else:
-                    compute = single_step * grown / devices
-                within, details, across = links, None, None
-                if strategy == "fsdp":
-                    within, details, across = at_devices(sharded, devices, options, links, probe, network)
-                step = strategy_step(
-                    strategy,
-                    compute,
-                    forward_backward * grown / devices,
-                    sizes,
-                    within,
-                    devices,
-                    True,
-                    details,
-                    scattered_bytes(single, single.global_batch * grown),
-                    across,
+        links, link_text, validated = link_at(devices, options, probe, network)
+        for name, cost in PREDICTED.items():
+            if isinstance(cost, StagedCost):
+                step = staged_at(single, staged, cost, devices, links)
+                grown = 1
+                link = (
+                    f"{name} stages, activations over {link_text}"
+                    if staged.get("block_seconds")
+                    else f"{name} stages (equal, no transfers modelled: no cut ran here)"
                 )
-            speedup = grown * single_step / step.step_s
+            else:
+                grown = devices if scaling == "weak" else 1  # the global batch over single's
+                step = replicas_at(single, measured.get(name, {}), cost, devices, grown, options, probe, network)
+                link = link_text
+            if step is None:
+                continue
+            speedup = grown * single.step_time_s.median / step.step_s
             rows.append(
                 PredictedScaling(
-                    strategy=strategy,
+                    strategy=name,
                     devices=devices,
                     speedup=speedup,
                     efficiency=speedup / devices,
                     exposed_share=step.exposed_communication_s / step.step_s,
-                    link=(
-                        link_text
-                        if strategy not in STAGED
-                        else f"{strategy} stages, activations over {link_text}"
-                        if timed_blocks
-                        else f"{strategy} stages (equal, no transfers modelled: no cut ran here)"
-                    ),
-                    validated=measured and not virtual,
+                    link=link,
+                    validated=validated and not virtual,
                 )
             )
     return rows
 
 
-def at_devices(
-    sharded: dict[str, Any], devices: int, options: PredictOptions, links: Links, probe: Probe, network: Probe
-) -> tuple[Links, dict[str, Any], Links | None]:
-    """fsdp at `devices` (over `links`, the link they cross), in the sharding its benchmark cell recorded (`sharded`;
-    full where none ran) on as many nodes as predict.devices_per_node makes: its mesh as the strategy builds it, over
-    `links` but for hybrid sharding over several nodes, whose shards' collectives cross the link within a node
-    (predict.interconnect) and whose replicas' all-reduce `links` (the network); the links its shards and its
-    replicas cross."""
-    sharding = sharded.get("sharding", "full")
+def staged_first() -> list[str]:
+    """The cut models' names, those feeding micro-batches first: where more than one ran, the cut a pipeline recorded
+    (with its micro-batches) is the one extended."""
+    staged = [(name, cost) for name, cost in PREDICTED.items() if isinstance(cost, StagedCost)]
+    return [name for name, cost in sorted(staged, key=lambda pair: not pair[1].micro_batched)]
+
+
+def staged_at(
+    single: CellFigures, staged: dict[str, Any], cost: StagedCost, devices: int, links: Links
+) -> StepPrediction | None:
+    """A cut model at `devices` stages (None beyond its blocks), cut as cut_at says, each boundary sending a
+    micro-batch's activation forward and its gradient back, plus single's input and optimizer."""
+    if staged.get("cut") and devices > sum(staged["cut"]):
+        return None
+    forward_backward = forward_backward_s(single)
+    each = int(staged.get("micro_batches", 4)) if cost.micro_batched else 1
+    shares, sent = cut_at(devices, staged, single.global_batch / each)
+    transfers = [2 * links.message_seconds(size) for size in sent]
+    bound = pipeline_step([forward_backward * share / each for share in shares], each, transfers)
+    return StepPrediction(bound.compute_s + single.step_time_s.median - forward_backward, bound.exposed_communication_s)
+
+
+def replicas_at(
+    single: CellFigures,
+    details: dict[str, Any],
+    cost: ReplicaCost,
+    devices: int,
+    grown: int,
+    options: PredictOptions,
+    probe: Probe,
+    network: Probe,
+) -> StepPrediction | None:
+    """A data-parallel or sharded strategy at `devices` devices of their own, computing `grown` times single's global
+    batch among them, with what its cell recorded (`details`) at that scale (its ReplicaCost's at_scale), over the
+    link `devices` cross (link_at); where its shards stay within a node (shards_within_node) and it spans several,
+    its shards' collectives cross the link within one and its replicas' the network. One process driving every
+    device: within one node only (None beyond), its first device taking in the whole global batch and stepping alone."""
+    if cost.one_process and devices > options.devices_per_node:
+        return None
+    single_step, forward_backward = single.step_time_s.median, forward_backward_s(single)
+    compute = single_step * grown / devices
+    if cost.one_process:
+        input_s = single.time_split_s.get("input", 0.0)
+        compute = single_step - forward_backward + (grown - 1) * input_s + forward_backward * grown / devices
     nodes = -(-devices // options.devices_per_node)
-    details = {**sharded, "mesh": list(mesh_shape(sharding, devices, nodes))}
-    if sharding != "hybrid" or nodes == 1:
-        return links, details, None
-    within, _, _ = link_at(options.devices_per_node, options, probe, network)
-    return within, details, links
+    at_scale = cost.at_scale(details, devices, nodes)
+    links, _, _ = link_at(devices, options, probe, network)
+    within, across = links, None
+    if nodes > 1 and cost.shards_within_node(at_scale):
+        within, _, _ = link_at(options.devices_per_node, options, probe, network)
+        across = links
+    step = ReplicaStep(
+        compute_s=compute,
+        forward_backward_s=forward_backward * grown / devices,
+        sizes=model_sizes(single),
+        links=within,
+        devices=devices,
+        own_devices=True,
+        details=at_scale,
+        batch_bytes=scattered_bytes(single, single.global_batch * grown),
+        across=across,
+    )
+    return cost.step(step)
 
 
 def cut_at(stages: int, staged: dict[str, Any], units: float) -> tuple[list[float], list[float]]:
@@ -617,24 +574,27 @@ def cut_at(stages: int, staged: dict[str, Any], units: float) -> tuple[list[floa
 def bottleneck(
     single: CellFigures, options: PredictOptions, scaling: Scaling, probe: Probe, network: Probe
 ) -> Bottleneck:
-    """ddp at the largest device count, under the workload's `scaling` (as `extended`): the share of its step left to
-    exposed all-reduce over the link it crosses, and what each other link of that kind (within a node or between
-    nodes) would leave."""
+    """The headline strategy (ddp) at the largest device count, under the workload's `scaling` (as `extended`): the
+    share of its step left to exposed all-reduce over the link it crosses, and what each other link of that kind
+    (within a node or between nodes) would leave."""
     devices = max(options.devices)
     grown = devices if scaling == "weak" else 1
     single_step, forward_backward = single.step_time_s.median * grown, forward_backward_s(single) * grown
     links, link_text, _ = link_at(devices, options, probe, network)
     across = devices > options.devices_per_node
     chosen = options.network if across else options.interconnect
-    sizes = ModelSizes.of(single)
+    cost = PREDICTED[HEADLINE]
+    assert isinstance(cost, ReplicaCost), f"the headline strategy {HEADLINE} is data-parallel"
 
     def exposed_share(over: Links) -> float:
-        step = strategy_step("ddp", single_step / devices, forward_backward / devices, sizes, over, devices, True)
+        step = cost.step(
+            ReplicaStep(single_step / devices, forward_backward / devices, model_sizes(single), over, devices, True, {})
+        )
         return step.exposed_communication_s / step.step_s
 
     kind = ("ethernet", "infiniband") if across else ("pcie", "nvlink")
     return Bottleneck(
-        strategy="ddp",
+        strategy=HEADLINE,
         devices=devices,
         link=link_text,
         exposed_share=exposed_share(links),
@@ -658,7 +618,7 @@ def predict(
     and the extension to predict.devices under the workload's `scaling` rule (module docstring), from the
     benchmark's summarised cells and the probe's results."""
     cells = benchmark.cells
-    single = ran(cells, "single")
+    single = ran(cells, BASELINE)
     if single is None:
         return PredictionResults(
             links=None,
@@ -678,8 +638,7 @@ def predict(
     checks = checked_cells(cells, links) + ([across_nodes] if across_nodes else [])
     orders = order_checks(checks, cells, benchmark.noise.floor)
     errors = [abs(check.error) for check in checks]
-    staged = strategy_details(cells, "pipeline") or strategy_details(cells, "model_parallel")
-    sharded = strategy_details(cells, "fsdp")
+    measured = {name: figures.strategy_details for name in PREDICTED if (figures := ran(cells, name)) is not None}
     return PredictionResults(
         links=None
         if links is None
@@ -697,25 +656,21 @@ def predict(
         and statistics.median(errors) <= MEDIAN_GOAL
         and all(order.agrees for order in orders),
         scaling=scaling,
-        predictions=extended(single, staged, sharded, options, scaling, probe, network),
+        predictions=extended(single, measured, options, scaling, probe, network),
         bottleneck=bottleneck(single, options, scaling, probe, network),
         probe=probe,
     )
 
 
-def strategy_details(cells: dict[str, Cell], label: str) -> dict[str, Any]:
-    """What the cell `label` reported of its strategy, where it ran."""
-    figures = ran(cells, label)
-    return figures.strategy_details if figures is not None else {}
-
-
 def compact(prediction: PredictionResults, options: PredictOptions) -> dict[str, Any]:
-    """Two values for `dvc exp show`: the prediction's median error at the measured cells, and what ddp would make of
-    the largest device count (results/prediction/ hold the rest, whether each check met its goal among it)."""
+    """Two values for `dvc exp show`: the prediction's median error at the measured cells, and what the headline
+    strategy (ddp) would make of the largest device count (results/prediction/ hold the rest, whether each check met
+    its goal among it)."""
     largest = max(options.devices)
-    ddp = next((row for row in prediction.predictions if row.strategy == "ddp" and row.devices == largest), None)
+    rows = prediction.predictions
+    headline = next((row for row in rows if row.strategy == HEADLINE and row.devices == largest), None)
     error = prediction.median_abs_error
     return {
         "prediction_median_error": None if error is None else float(f"{error:.3g}"),
-        f"ddp_efficiency_at_{largest}": None if ddp is None else float(f"{ddp.efficiency:.3g}"),
+        f"{HEADLINE}_efficiency_at_{largest}": None if headline is None else float(f"{headline.efficiency:.3g}"),
     }

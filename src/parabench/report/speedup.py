@@ -16,8 +16,8 @@ from typing import Any
 from parabench.data.provenance import Provenance
 from parabench.data.registry import origin_tag
 from parabench.records import CellsSummary, Comparison, Evaluation, Ranking, RunRecord, Speedups, ran
-from parabench.report.benchmark import REFERENCE
 from parabench.stats import estimates_agree, in_words, rate_ratio, ratio_interval
+from parabench.strategies.registry import BASELINE
 from parabench.workloads import WORKLOADS
 
 DRAWN = "synthetic, seeded"
@@ -166,7 +166,7 @@ def details(run: RunRecord, reference: RunRecord, evaluation: Evaluation, benchm
         wall_time_s={"run": run.wall_time_s, "reference": reference.wall_time_s},
         devices=run.devices,
         evaluation=evaluation,
-        benchmark_reference=REFERENCE,
+        benchmark_reference=BASELINE,
         load={
             role: {"other_cpu_share": record.other_cpu_share, "load_average_1m": record.load_average_1m}
             for role, record in (("run", run), ("reference", reference))

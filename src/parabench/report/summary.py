@@ -24,9 +24,10 @@ from parabench.records import (
     ran,
 )
 from parabench.report.answers import fastest_sentence
-from parabench.report.benchmark import REFERENCE, paired_rate
+from parabench.report.benchmark import paired_rate
 from parabench.report.scaling import check_row, order_row, probe_rows
 from parabench.stats import NO_DIFFERENCE
+from parabench.strategies.registry import BASELINE, HEADLINE
 from parabench.workloads import WORKLOADS
 
 Written = TypeVar("Written", bound=Record)  # a results file's record
@@ -115,14 +116,14 @@ def benchmark_rows(workloads: list[str]) -> list[dict[str, Any]]:
     rate times the speedup: one estimate, the two columns each other's ratio)."""
     rows: list[dict[str, Any]] = []
     for name, benchmark in benchmarks(workloads).items():
-        reference = ran(benchmark.cells, REFERENCE)
+        reference = ran(benchmark.cells, BASELINE)
         for label, cell in sorted(benchmark.cells.items()):
             if not isinstance(cell, CellFigures):
                 rows.append({"workload": name, "cell": label, "per_s": "skipped"})
                 continue
             paired = (
                 f"{cell.speedup:.2f} ({cell.speedup_ci95[0]:.2f}-{cell.speedup_ci95[1]:.2f})"
-                if cell.speedup is not None and cell.speedup_ci95 is not None and label != REFERENCE
+                if cell.speedup is not None and cell.speedup_ci95 is not None and label != BASELINE
                 else "-"
             )
             rows.append(
@@ -131,7 +132,7 @@ def benchmark_rows(workloads: list[str]) -> list[dict[str, Any]]:
                     "cell": label,
                     "per_s": f"{paired_rate(cell, reference):.4g}",
                     "speedup_paired": paired,
-                    "verdict": "-" if label == REFERENCE else VERDICT_WORDS.get(cell.speedup_verdict or "", "-"),
+                    "verdict": "-" if label == BASELINE else VERDICT_WORDS.get(cell.speedup_verdict or "", "-"),
                     "vs_ceiling": cell.efficiency_vs_ceiling,
                     "comm_share": cell.communication_share,
                     "disturbed": sum(cell.disturbed_steps.values()),
@@ -150,7 +151,7 @@ def input_rows(workloads: list[str]) -> list[dict[str, Any]]:
     """Per workload, from the benchmark's `single` cell: the transform alone against a whole training step."""
     rows = []
     for name, benchmark in benchmarks(workloads).items():
-        single = ran(benchmark.cells, REFERENCE)
+        single = ran(benchmark.cells, BASELINE)
         if single is None:
             continue
         unit, environment = single.unit, single.environment
@@ -207,12 +208,12 @@ def prediction_rows(
         checks += [{"where": name, **check_row(check)} for check in prediction.checks]
         orders += [{"where": name, **order_row(order)} for order in prediction.order_checks]
         for row in prediction.predictions:
-            if row.strategy == "ddp":
+            if row.strategy == HEADLINE:
                 rows.append(
                     {
                         "workload": name,
                         "devices": row.devices,
-                        "ddp_speedup": row.speedup,
+                        f"{HEADLINE}_speedup": row.speedup,
                         "efficiency": row.efficiency,
                         "exposed": f"{row.exposed_share:.0%}",
                         "link": row.link.split(":")[0],

@@ -15,7 +15,7 @@ from parabench.io import write_atomic
 from parabench.records import SkippedCell, StepTimes
 from parabench.report.figure_notes import add_notes
 
-LINE_COLOURS = {"single": "#555555", "model_parallel": "#c44e52"}
+LINE_COLOURS = ("#555555", "#c44e52")  # the reference lines' (the baseline's first), in registry order
 
 
 def draw(
@@ -42,9 +42,9 @@ def sweep_figure(
         errors = [table["median_s"] - table["p25_s"], table["p75_s"] - table["median_s"]]
         axis.errorbar(table["value"], table["median_s"], yerr=errors, marker="o", capsize=4, label=curve)
         values += [value for value in table["value"] if value not in values]
-    for reference, line in lines.items():
+    for index, (reference, line) in enumerate(lines.items()):
         if isinstance(line, StepTimes):
-            colour = LINE_COLOURS.get(reference, "#999999")
+            colour = LINE_COLOURS[index % len(LINE_COLOURS)]
             axis.axhline(line.median, linestyle="--", color=colour, label=reference)
             axis.axhspan(line.p25, line.p75, color=colour, alpha=0.12)
     if values and all(isinstance(value, (int, float)) and value > 0 for value in values):

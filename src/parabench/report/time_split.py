@@ -35,9 +35,9 @@ from parabench.engine.timing import PHASES
 from parabench.prediction import pipeline_bound
 from parabench.records import CellRun
 from parabench.runtime.step_signs import kept_phases, kept_steps
+from parabench.strategies.base import Strategy
 
 ADDS_UP_WITHIN = 0.05  # the parts' sum against the median step, relative
-MOVE_ALL_GRADIENTS = ("ddp", "allreduce")  # strategies whose communication is one all-reduce of every gradient
 
 PART_MEANINGS = {
     "input": "the batch moved to the device and the workload's transform",
@@ -94,7 +94,7 @@ def cut_parts(details: dict[str, Any], forward_backward: float) -> dict[str, flo
 
 
 def time_split(
-    run: CellRun, strategy: str, communicates: bool, data_parallel: bool, compute_beside: float | None
+    run: CellRun, strategy: Strategy, communicates: bool, data_parallel: bool, compute_beside: float | None
 ) -> dict[str, Any]:
     """The split of a cell's median step: `communicates` false for a run with nothing to communicate (one device,
     the ceiling's copies); `compute_beside`, for a data-parallel strategy, the ceiling copies' forward and backward
@@ -116,7 +116,7 @@ def time_split(
     step = statistics.median(duration for turn in kept_steps(run.turns) for duration in turn)
     full = run.gradient_allreduce_s
     hidden = None
-    if "communication" in split and full and strategy in MOVE_ALL_GRADIENTS:
+    if "communication" in split and full and strategy.all_reduces_gradients:
         hidden = min(1.0, max(0.0, 1 - split["communication"] / full))
     return {
         "time_split_s": split,

@@ -8,7 +8,8 @@ import torch.distributed as dist
 from torch import Tensor, nn
 
 from parabench.batch import Batch
-from parabench.buckets import capped_groups
+from parabench.buckets import allreduce_buckets, capped_groups
+from parabench.prediction import StepPrediction, data_parallel_step
 from parabench.runtime.process import Process
 from parabench.strategies.base import (
     LossFn,
@@ -18,6 +19,7 @@ from parabench.strategies.base import (
     TrainStep,
     forward_backward,
 )
+from parabench.strategies.cost import ReplicaCost, ReplicaStep
 from parabench.strategies.options import Precision
 from parabench.strategies.per_device import replica, replica_per_device
 
@@ -81,8 +83,16 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
     return replica(model, model, process, average.step(), model.state_dict, no_sync=average.held_back)
 
 
+def step_cost(step: ReplicaStep) -> StepPrediction:
+    """Its own buckets of at most 25 MiB (buckets.allreduce_buckets), all-reduced after the backward: none hidden."""
+    buckets = allreduce_buckets(step.sizes.gradient_bytes)
+    return data_parallel_step(step.compute_s, step.backward_s, buckets, step.links, step.devices, hideable=0.0)
+
+
 STRATEGY = replica_per_device(
     "allreduce",
     "hand-written data parallelism: one process per device, gradients all-reduced in flat buckets after backward",
     apply,
+    ReplicaCost(step_cost),
+    all_reduces_gradients=True,
 )

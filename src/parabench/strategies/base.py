@@ -12,6 +12,7 @@ from torch import Tensor, nn
 from parabench.batch import Batch
 from parabench.runtime.hardware import Machine
 from parabench.runtime.process import Process
+from parabench.strategies.cost import ReplicaCost, StagedCost
 from parabench.strategies.options import FsdpOptions, PartitionOptions, PipelineOptions, Precision
 from parabench.strategies.precision import autocast
 
@@ -113,6 +114,13 @@ class Strategy:
     torch reduces over the mesh. Where not, the training loop's scaler all-reduces the check itself.
     options: the strategies' params.yaml sections this one reads (`partition`, `pipeline`, `fsdp`); they are part of
     its runs' identity, so a run whose strategy ignores them keeps its checkpoint when they change.
+    baseline: the reference every speedup is taken against (one process on one device), and the A/A control's run.
+    reference_line: a line a sweep's curves are read against (the baseline, and the cut model with no micro-batches).
+    headline: the strategy `dvc exp show` and the summary quote the prediction of (its efficiency at the most devices).
+    all_reduces_gradients: its communication is one all-reduce of every gradient, so the time split can say how much
+    of that all-reduce the backward pass hid.
+    refuses_compile: why `compile: true` does not compose with it, where it does not.
+    cost: its cost model for the prediction (cost.py); None where nothing is predicted (the baseline).
     """
 
     name: str
@@ -126,6 +134,12 @@ class Strategy:
     accumulates: bool = True
     overflow_seen_by_all: Callable[[StrategySetup], bool] = lambda setup: True
     options: tuple[str, ...] = ()
+    baseline: bool = False
+    reference_line: bool = False
+    headline: bool = False
+    all_reduces_gradients: bool = False
+    refuses_compile: str | None = None
+    cost: ReplicaCost | StagedCost | None = None
 
     def processes(self, setup: StrategySetup) -> int:
         """Processes in the whole job."""

@@ -3,8 +3,11 @@
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from parabench.buckets import ddp_buckets
+from parabench.prediction import StepPrediction, data_parallel_step
 from parabench.runtime.process import Process
 from parabench.strategies.base import Parallelized, StrategySetup, forward_backward
+from parabench.strategies.cost import ReplicaCost, ReplicaStep
 from parabench.strategies.per_device import replica, replica_per_device
 
 
@@ -18,8 +21,21 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
     )
 
 
+def step_cost(step: ReplicaStep) -> StepPrediction:
+    """DDP's buckets (buckets.ddp_buckets) all-reduced during backward: every bucket but the last hidden behind the
+    rest of the backward pass, wholly on devices of their own, and on one CPU only while it waits (1 - the links'
+    cpu_share: the rest takes the cores the backward needs); its buffers broadcast from rank 0 before each forward."""
+    hideable = 1.0 if step.own_devices else 1 - step.links.cpu_share
+    buckets = ddp_buckets(step.sizes.gradient_bytes)
+    broadcast = step.sizes.buffer_bytes
+    return data_parallel_step(step.compute_s, step.backward_s, buckets, step.links, step.devices, hideable, broadcast)
+
+
 STRATEGY = replica_per_device(
     "ddp",
     "DistributedDataParallel: one process per device, gradients all-reduced in buckets during backward",
     apply,
+    ReplicaCost(step_cost),
+    headline=True,
+    all_reduces_gradients=True,
 )

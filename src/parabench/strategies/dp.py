@@ -5,8 +5,10 @@ from torch import nn
 from torch.nn import DataParallel
 
 from parabench.errors import StrategyUnavailable
+from parabench.prediction import StepPrediction, replicated_step
 from parabench.runtime.process import Process
 from parabench.strategies.base import Parallelized, Strategy, StrategySetup, forward_backward
+from parabench.strategies.cost import ReplicaCost, ReplicaStep
 
 
 def check(setup: StrategySetup, global_batch: int) -> None:
@@ -37,6 +39,13 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
     )
 
 
+def step_cost(step: ReplicaStep) -> StepPrediction:
+    """The parameters broadcast from the first device and the gradients reduced onto it, and the inputs, outputs and
+    their gradients scattered and gathered there (prediction.replicated_step): all exposed."""
+    parameter_bytes = step.sizes.total_gradient_bytes
+    return replicated_step(step.compute_s, parameter_bytes, step.batch_bytes, step.links.all_reduce, step.devices)
+
+
 STRATEGY = Strategy(
     name="dp",
     summary="DataParallel: one process, each batch split over the GPUs and gradients summed on the first",
@@ -44,4 +53,6 @@ STRATEGY = Strategy(
     devices_per_node=lambda setup: setup.machine.devices,
     data_parallel=True,
     check=check,
+    refuses_compile="DataParallel replicates the module at every forward, which torch.compile does not support",
+    cost=ReplicaCost(step_cost, one_process=True),
 )

@@ -1,14 +1,16 @@
 """`fsdp`: fully sharded data parallel (FSDP2 `fully_shard`): each process keeps a 1/world share of the weights."""
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import cast
+from typing import Any, cast
 
 from torch import Tensor, nn
 
+from parabench.prediction import StepPrediction, fsdp_step
 from parabench.runtime.process import Process
 from parabench.strategies.allreduce import broadcast_from_rank0
 from parabench.strategies.base import Parallelized, StrategySetup, forward_backward
+from parabench.strategies.cost import ReplicaCost, ReplicaStep
 from parabench.strategies.per_device import replica, replica_per_device
 
 
@@ -68,10 +70,44 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
     )
 
 
+def recorded_mesh(details: Mapping[str, Any], devices: int) -> tuple[int, int]:
+    """The replicas and shards of the mesh its run recorded (one dimension: one replica sharded over every rank; two:
+    FSDP2's replicate x shard), or full sharding over `devices` where none was recorded."""
+    mesh = list(details.get("mesh", [devices]))
+    return (1, mesh[0]) if len(mesh) == 1 else (mesh[0], mesh[1])
+
+
+def step_cost(step: ReplicaStep) -> StepPrediction:
+    """Over the mesh and sharding its run recorded (full by default) and its `sharded_blocks`: within each replica two
+    all-gathers of the parameters (one for grad_op, which keeps them from forward to backward) and a reduce-scatter of
+    the gradients over its shards (`links`), then each block's gradient shard all-reduced across the replicas
+    (`across`, where they span the nodes), with the copies around them and each block's fixed cost
+    (prediction.fsdp_step)."""
+    replicas, shards = recorded_mesh(step.details, step.devices)
+    gathers = 1 if step.details.get("sharding") == "grad_op" else 2
+    units = int(step.details.get("sharded_blocks", 0))
+    parameter_bytes = step.sizes.total_gradient_bytes
+    return fsdp_step(
+        step.compute_s, parameter_bytes, step.links, step.across or step.links, replicas, shards, gathers, units
+    )
+
+
+def at_scale(details: Mapping[str, Any], devices: int, nodes: int) -> dict[str, Any]:
+    """Its recorded sharding (full where none ran) on the mesh it would build over `devices` on `nodes` nodes."""
+    sharding = details.get("sharding", "full")
+    return {**details, "mesh": list(mesh_shape(sharding, devices, nodes))}
+
+
 STRATEGY = replica_per_device(
     "fsdp",
     "FullyShardedDataParallel (FSDP2): one process per device, parameters sharded across processes, "
     "gathered per block for compute",
     apply,
+    ReplicaCost(
+        step_cost,
+        at_scale=at_scale,
+        shards_within_node=lambda details: details.get("sharding") == "hybrid",
+        described=lambda details: str(details.get("sharding", "full")),
+    ),
     options=("fsdp",),
 )

@@ -12,6 +12,7 @@ from torch import Tensor, nn
 
 from parabench.runtime.process import Process
 from parabench.strategies.base import Parallelized, Strategy, StrategySetup, forward_backward
+from parabench.strategies.cost import StagedCost
 from parabench.strategies.partition import StageCut, choose_cut, cut
 from parabench.strategies.stage_devices import check_stages, devices_virtual, stage_count, stage_devices
 
@@ -83,4 +84,6 @@ STRATEGY = Strategy(
     devices_per_node=stage_count,
     check=lambda setup, global_batch: check_stages("model_parallel", setup),
     options=("partition",),
+    reference_line=True,
+    cost=StagedCost(micro_batched=False),
 )

@@ -8,16 +8,20 @@ from torch import Tensor, nn
 
 from parabench.runtime.process import Process
 from parabench.strategies.base import Parallelized, Strategy, StrategySetup, TrainStep
+from parabench.strategies.cost import ReplicaCost
 
 
 def replica_per_device(
     name: str,
     summary: str,
     apply: Callable[[nn.Module, Process, StrategySetup], Parallelized],
+    cost: ReplicaCost,
     options: tuple[str, ...] = (),
+    headline: bool = False,
+    all_reduces_gradients: bool = False,
 ) -> Strategy:
-    """A data-parallel strategy with one replica process per device (hardware.devices per node); `options`, the
-    params.yaml sections it reads."""
+    """A data-parallel strategy with one replica process per device (hardware.devices per node), predicted by `cost`;
+    `options`, the params.yaml sections it reads; `headline` and `all_reduces_gradients` as Strategy says."""
     return Strategy(
         name=name,
         summary=summary,
@@ -26,6 +30,9 @@ def replica_per_device(
         processes_per_node=lambda setup: setup.machine.devices,
         data_parallel=True,
         options=options,
+        headline=headline,
+        all_reduces_gradients=all_reduces_gradients,
+        cost=cost,
     )
 
 

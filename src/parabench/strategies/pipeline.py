@@ -21,6 +21,7 @@ from parabench.errors import ConfigError
 from parabench.runtime.collectives import broadcast_object, gather_objects
 from parabench.runtime.process import Process
 from parabench.strategies.base import LossFn, Parallelized, StepResult, Strategy, StrategySetup, TrainStep
+from parabench.strategies.cost import StagedCost
 from parabench.strategies.model_parallel import StagedModel, stage_cut, staged_parallel
 from parabench.strategies.partition import cut
 from parabench.strategies.precision import AutocastForward
@@ -239,4 +240,5 @@ STRATEGY = Strategy(
     # the distributed engine: each process holds one stage's plain gradients, and a scaler of its own sees only those
     overflow_seen_by_all=lambda setup: setup.pipeline.engine != "distributed",
     options=("partition", "pipeline"),
+    cost=StagedCost(micro_batched=True),
 )

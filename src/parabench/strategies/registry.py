@@ -18,3 +18,6 @@ STRATEGIES: dict[str, Strategy] = {
         fsdp.STRATEGY,
     )
 }
+BASELINE = next(name for name, strategy in STRATEGIES.items() if strategy.baseline)
+HEADLINE = next(name for name, strategy in STRATEGIES.items() if strategy.headline)
+REFERENCE_LINES = tuple(name for name, strategy in STRATEGIES.items() if strategy.reference_line)  # the baseline first

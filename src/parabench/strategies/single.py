@@ -21,4 +21,10 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
     )
 
 
-STRATEGY = Strategy(name="single", summary="one process on one device: the reference", apply=apply)
+STRATEGY = Strategy(
+    name="single",
+    summary="one process on one device: the reference",
+    apply=apply,
+    baseline=True,
+    reference_line=True,
+)

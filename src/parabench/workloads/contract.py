@@ -141,6 +141,17 @@ class WorkloadData(ABC):
         return {f"{split}_{self.score_name}": mean, f"{split}_{self.score_name}_ci95": interval}
 
 
+@dataclass(frozen=True)
+class Question:
+    """The experiment a workload comes from, in its own terms: its seed document, title and question, and the
+    strategy pairs whose comparison answers it (each: the first's rate against the second's)."""
+
+    seed: str
+    title: str
+    question: str
+    compared: tuple[tuple[str, str], ...] = ()
+
+
 class Workload(ABC, Generic[SettingsT]):
     """What to build and train: a plain model, its optimiser and parameter groups, its data and settings (of type
     SettingsT, the workload's own subclass of TrainSettings)."""
@@ -150,6 +161,7 @@ class Workload(ABC, Generic[SettingsT]):
     generator_file: ClassVar[str | None] = None  # synthetic data: the source file that draws it, from the project root
     settings_model: ClassVar[type[TrainSettings]]
     primary_metric: ClassVar[str | None]  # the evaluate() key that speedup and report compare; None: time only
+    question: ClassVar[Question]  # what the report page asks of it, and answers from its numbers
 
     @abstractmethod
     def build_model(self, settings: SettingsT) -> nn.Sequential:

@@ -11,7 +11,7 @@ from parabench.batch import Batch
 from parabench.data.fashion_mnist import FASHION_MNIST
 from parabench.models.d2l_resnet18 import d2l_resnet18
 from parabench.workloads.classification import LabelledImages
-from parabench.workloads.contract import TrainSettings, Workload
+from parabench.workloads.contract import Question, TrainSettings, Workload
 
 NUM_CLASSES = 10
 
@@ -64,6 +64,12 @@ class FashionMnist(Workload[FashionMnistSettings]):
     """Seed 003's experiment: classify Fashion-MNIST with d2l's ResNet-18, SGD, cross-entropy."""
 
     name = "fashion_mnist"
+    question = Question(
+        "003",
+        "d2l's concise multi-GPU training: ResNet-18 on Fashion-MNIST",
+        "How much faster does ResNet-18 train on Fashion-MNIST when each device holds a replica and the gradients are "
+        "averaged, and what do the strategies lose to communication?",
+    )
     dataset = "fashion_mnist"
     settings_model = FashionMnistSettings
     primary_metric = "test_acc"

@@ -19,7 +19,7 @@ from parabench.batch import Batch
 from parabench.data.hotdog import HOTDOG
 from parabench.models.torchvision_resnet18 import HEAD, TORCHVISION_WIDTH, resnet18_blocks
 from parabench.workloads.classification import LabelledImages
-from parabench.workloads.contract import ParamGroup, TrainSettings, Workload
+from parabench.workloads.contract import ParamGroup, Question, TrainSettings, Workload
 from parabench.workloads.image_views import eval_views, train_views
 from parabench.workloads.pretrained import (
     IMAGENET_CHOICE,
@@ -94,6 +94,13 @@ class Hotdog(Workload[HotdogSettings]):
     """Seed 002's experiment: fine-tune an ImageNet ResNet-18 to tell hot dogs from other food."""
 
     name = "hotdog"
+    question = Question(
+        "002",
+        "d2l's hand-written all-reduce, and fine-tuning ResNet-18 on hotdog",
+        "Does gradient averaging written by hand keep up with the library's, and does fine-tuning reach the same "
+        "accuracy under every strategy?",
+        compared=(("allreduce", "ddp"),),
+    )
     dataset = "hotdog"
     settings_model = HotdogSettings
     primary_metric = "test_acc"

@@ -22,7 +22,7 @@ from parabench.data.prepared import SplitArrays
 from parabench.data.provenance import Provenance
 from parabench.errors import DataError
 from parabench.models.relation import Encoder, relation_network
-from parabench.workloads.contract import TrainSettings, Workload, WorkloadData
+from parabench.workloads.contract import Question, TrainSettings, Workload, WorkloadData
 from parabench.workloads.episodic import episode_accuracies, relation_loss
 from parabench.workloads.image_views import IMAGENET_MEAN, IMAGENET_STD
 
@@ -138,6 +138,13 @@ class MiniImagenet(Workload[MiniImagenetSettings]):
     """Seed 000's experiment: a Relation Network learns to compare on miniImageNet episodes."""
 
     name = "miniimagenet"
+    question = Question(
+        "000",
+        "A Relation Network on miniImageNet: DataParallel against DistributedDataParallel",
+        "Is DistributedDataParallel faster than DataParallel for a few-shot Relation Network, and does either "
+        "change what the model learns?",
+        compared=(("ddp", "dp"),),
+    )
     dataset = "miniimagenet"
     settings_model = MiniImagenetSettings
     primary_metric = "test_acc"

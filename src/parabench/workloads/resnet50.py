@@ -14,7 +14,7 @@ from pydantic import Field
 from torch import nn
 
 from parabench.models.torchvision_resnet50 import SEED_CUT, resnet50_blocks
-from parabench.workloads.contract import TrainSettings, Workload
+from parabench.workloads.contract import Question, TrainSettings, Workload
 from parabench.workloads.random_images import random_images
 from parabench.workloads.real_pixels import real_pixel_images
 from parabench.workloads.timing_images import NOT_APPLICABLE, TimingImages
@@ -33,6 +33,12 @@ class Resnet50(Workload[Resnet50Settings]):
     """Seed 001's experiment: how long ResNet-50 takes to train on one device, cut over two, and pipelined."""
 
     name = "resnet50"
+    question = Question(
+        "001",
+        "ResNet-50 cut across devices: model parallelism and pipelining",
+        "What does model parallelism cost, what does pipelining win back, and which split size is best?",
+        compared=(("model_parallel", "single"),),
+    )
     dataset = None
     generator_file = "src/parabench/workloads/random_images.py"
     settings_model = Resnet50Settings
