@@ -119,8 +119,8 @@ def build_trainer(
     plan: RunPlan, process: Process, steps_per_epoch: int, model_state: dict[str, Tensor] | None = None
 ) -> Trainer:
     """Seed, build the plain model (from `model_state`, or initialised by the workload), apply the strategy,
-    then the workload's optimiser over its parameter groups, named as in the plain model, and its schedule over
-    the run's epochs of `steps_per_epoch` steps."""
+    then the workload's optimiser over its parameter groups, named as in the plain model (as the strategy makes it:
+    Parallelized.make_optimizer), and its schedule over the run's epochs of `steps_per_epoch` steps."""
     workload, settings = plan.workload, plan.settings
     torch.manual_seed(settings.seed)
     if model_state is None:
@@ -134,8 +134,9 @@ def build_trainer(
         checkpoint_blocks(model)
     parallel = plan.strategy.apply(model, process, plan.setup)
     groups = workload.param_groups(parallel.named_parameters(), settings)
-    optimizer = workload.optimizer(
-        [{"params": group.params, "lr": plan.lr * group.lr_scale} for group in groups], settings
+    optimizer = parallel.make_optimizer(
+        lambda chosen: workload.optimizer(chosen, settings),
+        [{"params": group.params, "lr": plan.lr * group.lr_scale} for group in groups],
     )
     schedule = workload.lr_schedule(optimizer, settings, steps_per_epoch)
     scaler = None

@@ -269,6 +269,7 @@ def checked_cells(cells: dict[str, Cell], links: Links | None) -> list[Predictio
                 own_devices=not figures.devices_virtual,
                 details=figures.strategy_details,
                 batch_bytes=scattered_bytes(single, figures.global_batch),
+                optimizer_s=ceiling.time_split_s.get("optimizer", 0.0),
             )
             predicted = cost.step(step)
         checks.append(check(label, figures, predicted))
@@ -336,6 +337,7 @@ def checked_across_nodes(
             own_devices=not one_host,
             details=details,
             across=network_links,
+            optimizer_s=layout.time_split_s.get("optimizer", 0.0),
         )
         predicted = cost.step(step)
     if predicted is None:
@@ -554,6 +556,7 @@ def replicas_at(
         details=at_scale,
         batch_bytes=scattered_bytes(single, single.global_batch * grown),
         across=across,
+        optimizer_s=single.time_split_s.get("optimizer", 0.0),
     )
     return cost.step(step)
 

@@ -28,6 +28,13 @@ class StepResult(NamedTuple):
 
 
 TrainStep = Callable[[Batch, LossFn], StepResult]
+ParamGroups = list[dict[str, Any]]  # torch.optim's parameter groups: {"params": [...], "lr": ...}
+OptimizerBuilder = Callable[[ParamGroups], torch.optim.Optimizer]  # the workload's optimiser over given groups
+
+
+def whole_optimizer(build: OptimizerBuilder, groups: ParamGroups) -> torch.optim.Optimizer:
+    """The workload's optimiser over every parameter this process holds."""
+    return build(groups)
 
 
 class StrategySetup(BaseModel):
@@ -75,6 +82,8 @@ class Parallelized:
     where the process never looks at the inputs (a pipeline stage after the first): its batches are not transformed.
     no_sync() is the context in which a step's backward keeps its gradients local (gradient accumulation: every
     micro-step but the last); nothing to do for a strategy that does not communicate them.
+    make_optimizer(build, groups) is the optimiser the loop steps: the workload's (`build`) over the parameter groups,
+    or a strategy's around it (ZeRO shards its state over the processes).
     """
 
     module: nn.Module
@@ -88,6 +97,7 @@ class Parallelized:
     details: dict[str, Any] = field(default_factory=dict)
     reads_inputs: bool = True
     no_sync: Callable[[], AbstractContextManager[object]] = nullcontext
+    make_optimizer: Callable[[OptimizerBuilder, ParamGroups], torch.optim.Optimizer] = whole_optimizer
 
     def named_parameters(self) -> Iterator[tuple[str, nn.Parameter]]:
         """This process's parameters under the plain model's names, whatever wraps them."""

@@ -29,8 +29,9 @@ class ReplicaStep:
     """One step of `devices` replicas, as the prediction measured or scaled it: what one replica computes (`compute_s`,
     of which `forward_backward_s` is its forward and backward), the model's sizes, the `links` its collectives cross
     (and `across`, the links between the nodes where its replicas span them), whether the replicas have devices of
-    their own (`own_devices`; else they share one CPU's cores), what its run recorded of the strategy (`details`) and
-    the bytes of a step's inputs, outputs and their gradients (`batch_bytes`, for one process scattering them)."""
+    their own (`own_devices`; else they share one CPU's cores), what its run recorded of the strategy (`details`), the
+    bytes of a step's inputs, outputs and their gradients (`batch_bytes`, for one process scattering them), and what
+    the optimizer's step over the whole model takes within compute_s (`optimizer_s`, for one that shards it)."""
 
     compute_s: float
     forward_backward_s: float
@@ -41,6 +42,7 @@ class ReplicaStep:
     details: Mapping[str, Any]
     batch_bytes: float = 0.0
     across: Links | None = None
+    optimizer_s: float = 0.0
 
     @property
     def backward_s(self) -> float:
