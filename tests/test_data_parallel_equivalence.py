@@ -1,9 +1,10 @@
-"""allreduce, fsdp and dp against `single`: one SGD step through each strategy's own train_step.
+"""allreduce, fsdp, zero and dp against `single`: one SGD step through each strategy's own train_step.
 
-allreduce and fsdp run in 2 gloo ranks, each on its half of the global batch, exactly as the training loop
-drives them (SGD over parallel.module.parameters(), zero_grad, train_step, step). As in the DDP test,
-BatchNorm in training mode normalises per replica, so we prove: with BatchNorm frozen each equals `single`
-on the whole batch; with BatchNorm training each equals `single` on ghost batches. Ranks other than 0 start
+allreduce, fsdp and zero run in 2 gloo ranks, each on its half of the global batch, exactly as the training loop
+drives them (SGD over parallel.module.parameters() as the strategy makes the optimiser, zero_grad, train_step, step;
+zero's ranks each step their half of the parameters and broadcast it, so every rank's equality proves the broadcast).
+As in the DDP test, BatchNorm in training mode normalises per replica, so we prove: with BatchNorm frozen each equals
+`single` on the whole batch; with BatchNorm training each equals `single` on ghost batches. Ranks other than 0 start
 from different weights, so these equalities also prove the start-up broadcast from rank 0.
 
 Tolerance: float32 parameters after one step (lr 0.1) agree within rtol 1e-4, atol 1e-6 on the CPU; only
@@ -22,7 +23,7 @@ from torch.nn import functional as F
 from parabench.batch import Batch
 from parabench.errors import StrategyUnavailable
 from parabench.runtime.process import Process
-from parabench.strategies import allreduce, ddp, dp, fsdp
+from parabench.strategies import allreduce, ddp, dp, fsdp, zero
 from parabench.strategies.base import Strategy
 from tests.multiprocess import run_ranks
 from tests.setups import cpu_setup
@@ -39,7 +40,7 @@ from tests.test_ddp_equivalence import (
     single_step,
 )
 
-DISTRIBUTED = {s.name: s for s in (allreduce.STRATEGY, ddp.STRATEGY, fsdp.STRATEGY)}
+DISTRIBUTED = {s.name: s for s in (allreduce.STRATEGY, ddp.STRATEGY, fsdp.STRATEGY, zero.STRATEGY)}
 State = dict[str, torch.Tensor]
 Runs = list[dict[str, State]]  # per rank, per strategy: the state after one step
 
@@ -63,7 +64,9 @@ def loop_step(strategy: Strategy, rank: int, batchnorm_training: bool) -> State:
     process = Process(rank, rank, WORLD, torch.device("cpu"))
     parallel = strategy.apply(replica_model(rank), process, cpu_setup(devices=WORLD))
     parallel.module.train(batchnorm_training)
-    optimizer = torch.optim.SGD(parallel.module.parameters(), lr=LR)
+    optimizer = parallel.make_optimizer(
+        lambda groups: torch.optim.SGD(groups, lr=LR), [{"params": list(parallel.module.parameters())}]
+    )
     mine = first_batch(parallel.shard_index, parallel.shard_count)
     optimizer.zero_grad()
     parallel.train_step(Batch(images[mine], labels[mine]), F.cross_entropy)
@@ -108,7 +111,7 @@ def test_replicas_start_apart():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["allreduce", "fsdp"])
+@pytest.mark.parametrize("name", ["allreduce", "fsdp", "zero"])
 def test_equals_single_with_frozen_batchnorm(frozen, name):
     reference = single_step(batchnorm_training=False, ghost_batches=1)
     for model in whole_models(frozen, name):
@@ -117,7 +120,7 @@ def test_equals_single_with_frozen_batchnorm(frozen, name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["allreduce", "fsdp"])
+@pytest.mark.parametrize("name", ["allreduce", "fsdp", "zero"])
 def test_with_training_batchnorm_equals_ghost_batches(training, name):
     ghost, whole_batch = (single_step(batchnorm_training=True, ghost_batches=n) for n in (WORLD, 1))
     for model in whole_models(training, name):
@@ -163,7 +166,9 @@ def test_dp_equals_single_with_frozen_batchnorm():
     images, labels = make_data()
     parallel = dp.STRATEGY.apply(make_model(), Process(0, 0, 1, torch.device("cuda", 0)), setup)
     parallel.module.eval()
-    optimizer = torch.optim.SGD(parallel.module.parameters(), lr=LR)
+    optimizer = parallel.make_optimizer(
+        lambda groups: torch.optim.SGD(groups, lr=LR), [{"params": list(parallel.module.parameters())}]
+    )
     whole = first_batch(parallel.shard_index, parallel.shard_count)
     optimizer.zero_grad()
     # cuDNN convolutions default to TF32, whose 10-bit mantissa would swamp the CPU reference's tolerance.

@@ -35,6 +35,7 @@ CASES = {
     "ddp": {},
     "allreduce": {},
     "fsdp": {},
+    "zero": {},
     "model_parallel": {"balance": "time"},
     "pipeline": {"engine": "inprocess", "split_size": 4},
     "pipeline-distributed-1f1b": {"engine": "distributed", "split_size": 4, "schedule": "1f1b"},

@@ -14,7 +14,13 @@ from tests.multiprocess import run_ranks
 from tests.setups import CPU_PROCESS, cpu_setup
 
 ONE_PROCESS = {"single": {}, "model_parallel": {}, "pipeline": {"engine": "inprocess", "split_size": 4}}
-TWO_PROCESSES = {"ddp": {}, "allreduce": {}, "fsdp": {}, "pipeline": {"engine": "distributed", "split_size": 4}}
+TWO_PROCESSES = {
+    "ddp": {},
+    "allreduce": {},
+    "fsdp": {},
+    "zero": {},
+    "pipeline": {"engine": "distributed", "split_size": 4},
+}
 
 
 def make_model() -> nn.Sequential:

@@ -589,3 +589,31 @@ def test_unequal_blocks_predict_a_slower_pipeline_than_equal_ones():
         return next(row.speedup for row in rows if row.strategy == "pipeline")
 
     assert pipeline_speedup([0.04, 0.01, 0.01, 0.01, 0.01, 0.01]) < pipeline_speedup([0.015] * 6)
+
+
+def test_zero_is_checked_at_its_cell_as_ddp_plus_its_shards_broadcast_less_half_the_optimizer():
+    """zero's cell is checked by its own cost model, no line of the prediction naming it: ddp's step over the same
+    ceiling, plus each of the 2 ranks broadcasting its half of the parameters (one latency and half the bytes each),
+    less half of the ceiling's optimizer step (each rank steps half the parameters); and it is extended to
+    predict.devices like every predicted strategy."""
+    two = cpu_setup(devices=2, batch_shape=(64, 1, 28, 28))
+    sharded = CellRuns(
+        Cell("fashion_mnist", "zero"),
+        tiny_plan("zero", two, "benchmark", batch_size=64),
+        run=cell_run([turn([0.12] * 5, 2), turn([0.12] * 3, 2)], allreduce_s=0.02),
+    )
+    benchmark = summarize_cells([*entries(), sharded])
+    prediction = predict(benchmark, OPTIONS, "strong", PROBE, ONE_NODE)
+    checks = {check.cell: check for check in prediction.checks}
+    parameters = benchmark.cells["single"].parameters * 4
+    ceiling = benchmark.cells["ceiling"]
+    broadcasts = 2 * (1e-4 + parameters / 2 * 1e-9)
+    saved = ceiling.time_split_s["optimizer"] / 2
+    assert saved > 0
+    assert checks["zero"].predicted_step_s == pytest.approx(checks["ddp"].predicted_step_s + broadcasts - saved)
+    assert checks["zero"].measured_step_s == benchmark.cells["zero"].step_time_s.median
+    assert {row.devices for row in prediction.predictions if row.strategy == "zero"} == {4, 64}
+    split = benchmark.cells["zero"]
+    assert split.time_split_s["communication"] > 0 and split.communication_hidden_share is not None, (
+        "its time split: the gradients' all-reduce, against the full all-reduce its run timed"
+    )

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from parabench.config import Sweep
-from parabench.engine.cells import REFERENCE_LINES, StageTime, SweepPoint
+from parabench.engine.cells import StageTime, SweepPoint
 from parabench.io import write_atomic, write_json
 from parabench.paths import results_file, sweep_figure_file, sweep_metrics_dir, sweep_table_dir
 from parabench.prediction import Links
@@ -28,6 +28,7 @@ from parabench.report.benchmark import largest_rank_memory
 from parabench.report.scaling import checked_sweep_cells
 from parabench.report.sweep_figure import draw
 from parabench.runtime.environment import machine_line
+from parabench.strategies.registry import REFERENCE_LINES
 
 INPROCESS_ON_CPU = (
     "the in-process engine on the CPU: one process runs the stages in turn, so they cannot overlap; "

@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 # params.yaml's strategy names: the registry's keys in its order (strategies/registry.py; tests/test_config.py)
-StrategyName = Literal["single", "dp", "ddp", "allreduce", "model_parallel", "pipeline", "fsdp"]
+StrategyName = Literal["single", "dp", "ddp", "allreduce", "model_parallel", "pipeline", "fsdp", "zero"]
 PipelineEngine = Literal["inprocess", "distributed"]  # one process drives every stage | one process per stage
 PipelineSchedule = Literal["gpipe", "1f1b"]  # the distributed engine's schedule
 Precision = Literal["32", "bf16-mixed", "16-mixed"]  # Lightning's names: fp32, or autocast to bf16 or fp16

@@ -3,7 +3,7 @@
 It lives beside the strategies, not in the package's __init__: importing one module of the package (its options,
 read by the params schema) must not import every strategy, or every stage would depend on every strategy's file."""
 
-from parabench.strategies import allreduce, ddp, dp, fsdp, model_parallel, pipeline, single
+from parabench.strategies import allreduce, ddp, dp, fsdp, model_parallel, pipeline, single, zero
 from parabench.strategies.base import Strategy
 
 STRATEGIES: dict[str, Strategy] = {
@@ -16,6 +16,7 @@ STRATEGIES: dict[str, Strategy] = {
         model_parallel.STRATEGY,
         pipeline.STRATEGY,
         fsdp.STRATEGY,
+        zero.STRATEGY,
     )
 }
 BASELINE = next(name for name, strategy in STRATEGIES.items() if strategy.baseline)
