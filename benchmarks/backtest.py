@@ -25,7 +25,8 @@ from typing import Any
 import yaml
 from roofline import stage_costs, torchgpipe_resnet101_layers
 
-from parabench.prediction import PRESETS, Links, data_parallel_step, pipeline_step
+from parabench.prediction.collectives import PRESETS, Links
+from parabench.strategies.cost import data_parallel_step, pipeline_step
 
 SETUPS = Path(__file__).with_name("published_scaling.yaml")
 BACKWARD_SHARE = 2 / 3  # of a step's compute: the backward pass does about twice the forward's work

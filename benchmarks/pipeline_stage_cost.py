@@ -30,9 +30,9 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from parabench.models.torchvision_resnet50 import resnet50_blocks
-from parabench.prediction import pipeline_bound
 from parabench.records import CellFigures, SweepResults
 from parabench.runtime.environment import machine_identity
+from parabench.strategies.cost import pipeline_bound
 from parabench.strategies.partition import cut
 
 CLASSES = 1000

@@ -8,8 +8,8 @@ from parabench.cli import stage_main
 from parabench.config import load_params
 from parabench.io import read_json, read_model, write_json
 from parabench.paths import PROBE_FILE, PROBE_NETWORK_FILE, prediction_metrics_file, results_file
+from parabench.prediction.predict import compact, predict
 from parabench.records import BenchmarkResults, RunRecord, probe_record
-from parabench.report.scaling import compact, predict
 from parabench.workloads import WORKLOADS
 
 

@@ -8,9 +8,9 @@ from parabench.engine.cells import read_cell_runs, sweep_cells, timed_scale
 from parabench.errors import ConfigError
 from parabench.io import read_json
 from parabench.paths import PROBE_FILE, results_file
+from parabench.prediction.links import measured_links
 from parabench.records import probe_record
 from parabench.report.benchmark import summarize_cells
-from parabench.report.scaling import measured_links
 from parabench.report.sweep import write_sweep
 
 

@@ -16,6 +16,7 @@ from parabench.paths import (
     sweep_figure_file,
     train_curve_file,
 )
+from parabench.prediction.predict import predict
 from parabench.records import (
     BenchmarkResults,
     CellFigures,
@@ -31,7 +32,6 @@ from parabench.records import (
 )
 from parabench.report.benchmark import skipped, summarize_cells, table
 from parabench.report.benchmark_figure import draw
-from parabench.report.scaling import predict
 from parabench.report.speedup import details
 from tests import setups
 from tests.test_benchmark_report import cell_run, entries, turn

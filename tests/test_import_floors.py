@@ -19,7 +19,6 @@ FLOORS = {
     "batch": 0,
     "stats": 0,
     "records": 0,
-    "prediction": 0,
     "buckets": 0,
     "runtime": 1,
     "data": 1,
@@ -28,6 +27,7 @@ FLOORS = {
     "strategies": 2,
     "config": 3,
     "params_problems": 3,
+    "prediction": 3,
     "engine": 3,
     "report": 4,
 }

@@ -3,19 +3,10 @@ a fit that recovers the link it was drawn from, GPipe's (m + S - 1) x stage, and
 
 import pytest
 
-from parabench.prediction import (
-    Link,
-    Links,
-    StepPrediction,
-    bus_bandwidth,
-    collective_seconds,
-    data_parallel_step,
-    fit_link,
-    fsdp_step,
-    pipeline_step,
-    replicated_step,
-    unknown_links,
-)
+from parabench.prediction.collectives import Link, Links, bus_bandwidth, collective_seconds, fit_link, unknown_links
+from parabench.strategies.cost import StepPrediction, data_parallel_step, pipeline_step
+from parabench.strategies.dp import replicated_step
+from parabench.strategies.fsdp import fsdp_step
 
 LINK = Link(latency_s=10e-6, seconds_per_byte=1 / 10e9)  # 10 us a step, 10 GB/s
 
@@ -103,19 +94,21 @@ def test_ddp_broadcasts_its_buffers_before_the_forward_along_a_chain_exposed():
 
 
 def test_dp_broadcasts_the_parameters_and_reduces_the_gradients_through_its_first_device_exposed():
-    step = replicated_step(1.0, 1e9, 0.0, LINK, 4)  # 1 GB of parameters: 0.1 s each way at 10 GB/s, 3 latencies each
+    step = replicated_step(1.0, 1e9, 0.0, Links.alike(LINK), 4)  # 1 GB: 0.1 s each way at 10 GB/s, 3 latencies each
     scatter_gather = 3 * 10e-6  # no batch: the three copies' latencies alone
     assert step.exposed_communication_s == pytest.approx(2 * (3 * 10e-6 + 0.1) + scatter_gather)
     assert step.compute_s == 1.0
     ring = data_parallel_step(1.0, 0.0, [1e9], Links.alike(LINK), 4, hideable=0.0)
     assert step.exposed_communication_s > ring.exposed_communication_s, "through one device: more than a ring"
-    assert replicated_step(1.0, 1e9, 1e9, LINK, 1).step_s == 1.0, "one device: nothing to replicate or scatter"
+    assert replicated_step(1.0, 1e9, 1e9, Links.alike(LINK), 1).step_s == 1.0, (
+        "one device: nothing to replicate or scatter"
+    )
 
 
 def test_dp_scatters_the_inputs_and_gathers_the_outputs_through_its_first_device():
     """400 MB of inputs and outputs' bytes over 4 devices: the first keeps its quarter, 300 MB cross its link."""
-    without = replicated_step(1.0, 1e6, 0.0, LINK, 4)
-    step = replicated_step(1.0, 1e6, 4e8, LINK, 4)
+    without = replicated_step(1.0, 1e6, 0.0, Links.alike(LINK), 4)
+    step = replicated_step(1.0, 1e6, 4e8, Links.alike(LINK), 4)
     assert step.exposed_communication_s - without.exposed_communication_s == pytest.approx(0.03)
 
 

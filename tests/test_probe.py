@@ -14,7 +14,7 @@ import torch
 import yaml
 
 from parabench.engine.probe import probe_links, probe_network, probe_sizes, timed
-from parabench.prediction import COLLECTIVES
+from parabench.prediction.collectives import COLLECTIVES
 from parabench.runtime.process import Process
 from tests.conftest import PROJECT_ROOT, python_path
 from tests.multiprocess import free_port, run_ranks

@@ -7,7 +7,11 @@ import pytest
 
 from parabench.config import GivenLink, PredictOptions
 from parabench.engine.cells import Cell, CellRuns
-from parabench.prediction import PRESETS, Link, Links, collective_seconds, fsdp_step, pipeline_step
+from parabench.prediction.checks import checked_sweep_cells
+from parabench.prediction.collectives import PRESETS, Link, Links, collective_seconds
+from parabench.prediction.extension import cut_at
+from parabench.prediction.links import link_at, measured_links
+from parabench.prediction.predict import compact, predict
 from parabench.records import (
     CellFigures,
     CellsSummary,
@@ -21,15 +25,8 @@ from parabench.records import (
     SweepCell,
 )
 from parabench.report.benchmark import summarize_cells
-from parabench.report.scaling import (
-    checked_sweep_cells,
-    compact,
-    cut_at,
-    link_at,
-    measured_links,
-    predict,
-)
-from parabench.strategies.cost import ModelSizes, ReplicaCost, ReplicaStep
+from parabench.strategies.cost import ModelSizes, ReplicaCost, ReplicaStep, pipeline_step
+from parabench.strategies.fsdp import fsdp_step
 from parabench.strategies.registry import STRATEGIES
 from tests.setups import cpu_setup, run_record, tiny_plan
 from tests.test_benchmark_report import cell_run, entries, turn
@@ -182,7 +179,7 @@ def test_cells_within_the_noise_of_each_other_have_no_order_to_keep():
 def test_predictions_at_more_devices_name_their_link_and_are_unvalidated_off_this_machine():
     prediction = predict(summarize_cells(entries()), OPTIONS, "strong", PROBE, ONE_NODE)
     rows = {(row.strategy, row.devices): row for row in prediction.predictions}
-    strategies = ("ddp", "allreduce", "fsdp", "pipeline", "model_parallel")
+    strategies = ("ddp", "allreduce", "fsdp", "zero", "pipeline", "model_parallel")
     assert set(rows) == {(strategy, n) for strategy in strategies for n in (4, 64)} | {("dp", 4)}, (
         "dp's one process drives one node's devices: not 64 over 8 nodes"
     )

@@ -25,9 +25,9 @@ import yaml
 from parabench.data.idx import write_idx
 from parabench.engine.cells import read_cell_runs
 from parabench.paths import results_file
-from parabench.prediction import pipeline_step
 from parabench.report.benchmark import write_benchmark
 from parabench.runtime.failures import STOP_GRACE_S
+from parabench.strategies.cost import pipeline_step
 from tests.conftest import PROJECT_ROOT, python_path
 from tests.multiprocess import free_port
 from tests.test_pipeline_e2e import TINY_EPISODES, TINY_HOTDOG, TINY_RESNET50, TINY_SCALE, TINY_SWEEP

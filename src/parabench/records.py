@@ -440,7 +440,7 @@ class SweepResults(Record):
     stage: StageShares = Field(description="where the sweep stage's time went")
     cells: list[SweepCell] = Field(description="every cell, in the sweep's order")
     prediction_checks: list[PredictionCheck] = Field(
-        description="predicted against measured step at each distributed pipeline cell (report/scaling.py)"
+        description="predicted against measured step at each distributed pipeline cell (prediction/checks.py)"
     )
 
 
@@ -548,7 +548,7 @@ class FittedLink(Record):
 
 class PredictionResults(Record):
     """What more devices would buy, predicted from one-device measurements and the probe, checked at every measured
-    multi-device cell (report/scaling.py)."""
+    multi-device cell (prediction/checks.py)."""
 
     links: dict[str, FittedLink] | None = Field(description="the probe's links by collective; None: none measured")
     checks: list[PredictionCheck] = Field(

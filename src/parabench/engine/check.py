@@ -20,7 +20,7 @@ from parabench.errors import ConfigError
 from parabench.io import write_json
 from parabench.params_file import PARAMS_FILE
 from parabench.paths import ENVIRONMENT_FILE, ROLES, source_record_file
-from parabench.prediction import unknown_links
+from parabench.prediction.collectives import unknown_links
 from parabench.runtime.cpu import cpu_model
 from parabench.runtime.environment import machine_identity
 from parabench.runtime.hardware import resolve

@@ -31,7 +31,7 @@ from torch import nn
 
 from parabench.cli import stage_main
 from parabench.io import write_json
-from parabench.prediction import COLLECTIVES, Collective, bus_bandwidth, fit_link
+from parabench.prediction.collectives import COLLECTIVES, Collective, bus_bandwidth, fit_link
 from parabench.records import Across, CollectiveFit, Probed, ProbePoint, ProbeSkipped, SkippedCollective
 from parabench.runtime.collectives import gather_objects, synchronize
 from parabench.runtime.environment import machine_identity

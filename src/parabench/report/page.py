@@ -45,7 +45,7 @@ from parabench.records import (
 from parabench.report.answers import answer, noise_sentence, speedup_text
 from parabench.report.benchmark import largest_rank_memory, paired_rate, skipped
 from parabench.report.epoch_figure import epoch_figure
-from parabench.report.scaling import check_row, order_row, probe_rows
+from parabench.report.prediction_rows import check_row, order_row, probe_rows
 from parabench.report.time_split import PART_MEANINGS
 from parabench.runtime.environment import machine_line
 from parabench.strategies.registry import BASELINE

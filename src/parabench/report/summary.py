@@ -25,7 +25,7 @@ from parabench.records import (
 )
 from parabench.report.answers import fastest_sentence
 from parabench.report.benchmark import paired_rate
-from parabench.report.scaling import check_row, order_row, probe_rows
+from parabench.report.prediction_rows import check_row, order_row, probe_rows
 from parabench.stats import NO_DIFFERENCE
 from parabench.strategies.registry import BASELINE, HEADLINE
 from parabench.workloads import WORKLOADS

@@ -13,7 +13,8 @@ from parabench.config import Sweep
 from parabench.engine.cells import StageTime, SweepPoint
 from parabench.io import write_atomic, write_json
 from parabench.paths import results_file, sweep_figure_file, sweep_metrics_dir, sweep_table_dir
-from parabench.prediction import Links
+from parabench.prediction.checks import checked_sweep_cells
+from parabench.prediction.collectives import Links
 from parabench.records import (
     Cell,
     CellFigures,
@@ -25,7 +26,6 @@ from parabench.records import (
     SweepResults,
 )
 from parabench.report.benchmark import largest_rank_memory
-from parabench.report.scaling import checked_sweep_cells
 from parabench.report.sweep_figure import draw
 from parabench.runtime.environment import machine_line
 from parabench.strategies.registry import REFERENCE_LINES

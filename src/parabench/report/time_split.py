@@ -32,10 +32,10 @@ import statistics
 from typing import Any
 
 from parabench.engine.timing import PHASES
-from parabench.prediction import pipeline_bound
 from parabench.records import CellRun
 from parabench.runtime.step_signs import kept_phases, kept_steps
 from parabench.strategies.base import Strategy
+from parabench.strategies.cost import pipeline_bound
 
 ADDS_UP_WITHIN = 0.05  # the parts' sum against the median step, relative
 

@@ -9,7 +9,6 @@ from torch import Tensor, nn
 
 from parabench.batch import Batch
 from parabench.buckets import allreduce_buckets, capped_groups
-from parabench.prediction import StepPrediction, data_parallel_step
 from parabench.runtime.process import Process
 from parabench.strategies.base import (
     LossFn,
@@ -19,7 +18,7 @@ from parabench.strategies.base import (
     TrainStep,
     forward_backward,
 )
-from parabench.strategies.cost import ReplicaCost, ReplicaStep
+from parabench.strategies.cost import ReplicaCost, ReplicaStep, StepPrediction, data_parallel_step
 from parabench.strategies.options import Precision
 from parabench.strategies.per_device import replica, replica_per_device
 

@@ -4,10 +4,9 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from parabench.buckets import ddp_buckets
-from parabench.prediction import StepPrediction, data_parallel_step
 from parabench.runtime.process import Process
 from parabench.strategies.base import Parallelized, StrategySetup, forward_backward
-from parabench.strategies.cost import ReplicaCost, ReplicaStep
+from parabench.strategies.cost import ReplicaCost, ReplicaStep, StepPrediction, data_parallel_step
 from parabench.strategies.per_device import replica, replica_per_device
 
 

@@ -5,10 +5,9 @@ from torch import nn
 from torch.nn import DataParallel
 
 from parabench.errors import StrategyUnavailable
-from parabench.prediction import StepPrediction, replicated_step
 from parabench.runtime.process import Process
 from parabench.strategies.base import Parallelized, Strategy, StrategySetup, forward_backward
-from parabench.strategies.cost import ReplicaCost, ReplicaStep
+from parabench.strategies.cost import Fabric, ReplicaCost, ReplicaStep, StepPrediction
 
 
 def check(setup: StrategySetup, global_batch: int) -> None:
@@ -39,11 +38,30 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
     )
 
 
+def replicated_step(
+    compute_s: float, parameter_bytes: float, batch_bytes: float, links: Fabric, ranks: int
+) -> StepPrediction:
+    """dp (torch.nn.DataParallel: one process drives every device): each step copies the parameters from the first
+    device to the others (replicate: a broadcast) and reduces every gradient back onto it, each pipelined along a
+    chain of messages: (n - 1) message steps, the whole size over each link once. Around the forward it scatters the
+    batch's inputs from the first device, gathers the outputs onto it, and in backward scatters the outputs'
+    gradients: three copies between the first device and each other one, all at once, each of its share, so
+    (n - 1) / n of `batch_bytes` (the inputs plus twice the outputs) through the first device's link and one latency
+    each. None of it overlaps
+    the compute. The Python driving n devices from one process (its threads and the GIL) is left out: no
+    measurement here gives it."""
+    if ranks == 1:
+        return StepPrediction(compute_s, 0.0)
+    one_way = links.broadcast_seconds(parameter_bytes, ranks)
+    scatter_gather = 3 * links.message_seconds((ranks - 1) / ranks * batch_bytes / 3)  # three copies, the bytes once
+    return StepPrediction(compute_s, 2 * one_way + scatter_gather)
+
+
 def step_cost(step: ReplicaStep) -> StepPrediction:
     """The parameters broadcast from the first device and the gradients reduced onto it, and the inputs, outputs and
-    their gradients scattered and gathered there (prediction.replicated_step): all exposed."""
+    their gradients scattered and gathered there (replicated_step): all exposed."""
     parameter_bytes = step.sizes.total_gradient_bytes
-    return replicated_step(step.compute_s, parameter_bytes, step.batch_bytes, step.links.all_reduce, step.devices)
+    return replicated_step(step.compute_s, parameter_bytes, step.batch_bytes, step.links, step.devices)
 
 
 STRATEGY = Strategy(

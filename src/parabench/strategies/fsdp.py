@@ -6,11 +6,10 @@ from typing import Any, cast
 
 from torch import Tensor, nn
 
-from parabench.prediction import StepPrediction, fsdp_step
 from parabench.runtime.process import Process
 from parabench.strategies.allreduce import broadcast_from_rank0
 from parabench.strategies.base import Parallelized, StrategySetup, forward_backward
-from parabench.strategies.cost import ReplicaCost, ReplicaStep
+from parabench.strategies.cost import Fabric, ReplicaCost, ReplicaStep, StepPrediction
 from parabench.strategies.per_device import replica, replica_per_device
 
 
@@ -77,12 +76,45 @@ def recorded_mesh(details: Mapping[str, Any], devices: int) -> tuple[int, int]:
     return (1, mesh[0]) if len(mesh) == 1 else (mesh[0], mesh[1])
 
 
+def fsdp_step(
+    compute_s: float,
+    parameter_bytes: float,
+    within: Fabric,
+    across: Fabric,
+    replicas: int,
+    shards: int,
+    gathers_per_step: int,
+    units: int,
+) -> StepPrediction:
+    """fsdp over a mesh of `replicas` x `shards` ranks (FSDP2's: full and grad_op shard over every rank, one replica;
+    none makes every rank a replica of shards of one; hybrid shards within a node and replicates across the nodes).
+    Within a replica every parameter is all-gathered for forward and (resharded after forward: `gathers_per_step` 2;
+    grad_op keeps them: 1) again for backward, and every gradient reduce-scattered, over its `shards` ranks
+    (`within`'s fits); then each of the `units` sharded blocks all-reduces its gradients' shard across the `replicas`
+    (`across`'s all-reduce, one call a block). None of it is hidden (an upper bound where prefetching overlaps it).
+    Each block also has a fixed cost beyond its bytes, as the probe timed it on tiny blocks: `within`'s shard_unit_s
+    where there are several shards, `across`'s replicate_unit_s where there are several replicas (each holds the
+    block's hooks: both together count them twice, an upper bound). And the copies around the collectives, at
+    `within`'s copy bandwidth: each all-gather copies the local shard in and the whole parameters out, the
+    reduce-scatter the whole gradients in and the shard out: (gathers + 1) x (1 + 1/shards) times the parameters'
+    bytes, 3 + 3/n for full sharding over n ranks and 6 for shards of one."""
+    gathers = gathers_per_step * within.all_gather_s(parameter_bytes, shards)
+    scatter = within.reduce_scatter_s(parameter_bytes, shards)
+    replicated = 0.0
+    if replicas > 1:
+        calls_beyond_one = max(units, 1) - 1
+        replicated = across.all_reduce_s(parameter_bytes / shards, replicas)
+        replicated += calls_beyond_one * across.all_reduce_latency_s(replicas)
+    fixed = units * (within.shard_unit_s * (shards > 1) + across.replicate_unit_s * (replicas > 1))
+    copies = within.copy_s((gathers_per_step + 1) * (1 + 1 / shards) * parameter_bytes)
+    return StepPrediction(compute_s + copies, gathers + scatter + replicated + fixed)
+
+
 def step_cost(step: ReplicaStep) -> StepPrediction:
     """Over the mesh and sharding its run recorded (full by default) and its `sharded_blocks`: within each replica two
     all-gathers of the parameters (one for grad_op, which keeps them from forward to backward) and a reduce-scatter of
     the gradients over its shards (`links`), then each block's gradient shard all-reduced across the replicas
-    (`across`, where they span the nodes), with the copies around them and each block's fixed cost
-    (prediction.fsdp_step)."""
+    (`across`, where they span the nodes), with the copies around them and each block's fixed cost (fsdp_step)."""
     replicas, shards = recorded_mesh(step.details, step.devices)
     gathers = 1 if step.details.get("sharding") == "grad_op" else 2
     units = int(step.details.get("sharded_blocks", 0))

@@ -9,11 +9,10 @@ import torch
 from torch import nn
 from torch.distributed.optim import ZeroRedundancyOptimizer
 
-from parabench.prediction import StepPrediction
 from parabench.runtime.process import Process
 from parabench.strategies import ddp
 from parabench.strategies.base import OptimizerBuilder, Parallelized, ParamGroups, StrategySetup
-from parabench.strategies.cost import ReplicaCost, ReplicaStep
+from parabench.strategies.cost import ReplicaCost, ReplicaStep, StepPrediction
 from parabench.strategies.per_device import replica_per_device
 
 
