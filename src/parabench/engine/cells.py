@@ -26,7 +26,7 @@ from typing import Any
 from tqdm import tqdm
 
 from parabench.config import CellTiming, Sweep, sweep_params, validate_params, with_overrides
-from parabench.engine.cell_jobs import CellJobs
+from parabench.engine.cell_jobs import CellJob, CellJobs
 from parabench.engine.plan import RunPlan, make_plan
 from parabench.errors import ConfigError, StrategyUnavailable
 from parabench.io import read_json, write_json
@@ -174,6 +174,14 @@ class StageTime:
             turns=self.turns,
         )
 
+    def described(self) -> str:
+        """Where the seconds went, in a line for the log."""
+        return (
+            f"{self.wall_s:.0f} s, {100 * self.start_up_s / self.wall_s:.0f}% starting workers ({self.jobs_started} "
+            f"jobs), {100 * self.setup_s / self.wall_s:.0f}% setting cells up, "
+            f"{100 * self.timed_steps_s / self.wall_s:.0f}% in timed steps ({self.turns} turns)"
+        )
+
 
 def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTime:
     """Launch every runnable cell's worker at once, set each cell up alone, then time the cells in turns, in rotating
@@ -184,7 +192,6 @@ def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTi
     returns where the stage's time went."""
     began, stage = time.monotonic(), StageTime()
     runnable = [entry for entry in planned if entry.plan is not None]
-    reference = next((entry for entry in runnable if entry.cell.label == BASELINE), None)
     for plan in (entry.plan for entry in runnable if entry.plan is not None):
         plan.workload.prefetch(plan.settings)
     with (
@@ -206,42 +213,42 @@ def run_cells(planned: list[CellRuns], timing: CellTiming, what: str) -> StageTi
             entry.setup = job_of[entry.cell.label].setup(entry.cell.label, entry.plan, timing.warmup_steps)
             lengths[entry.cell.label] = turn_length(timing, entry.setup)
             stage.setup_s += entry.setup.setup_s
-        timing_now = list(runnable)
-        with tqdm(total=timing.max_turns, unit="turn", desc="turns", disable=None) as progress:
-            for turn_index in range(timing.max_turns):
-                for entry in interleaved(timing_now, turn_index):
-                    turn = job_of[entry.cell.label].turn(entry.cell.label, lengths[entry.cell.label])
-                    entry.turns.append(turn)
-                    stage.timed_steps_s += sum(turn.step_durations)
-                stage.turns = turn_index + 1
-                progress.update()
-                if stage.timed_steps_s >= timing.max_timed_s:
-                    break
-                looks = stage.turns >= timing.min_turns and (stage.turns - timing.min_turns) % SETTLE_EVERY == 0
-                if looks:
-                    timing_now = [
-                        entry
-                        for entry in timing_now
-                        if entry is reference or not known_within(entry, reference, timing.within)
-                    ]
-                    if all(entry is reference for entry in timing_now):
-                        break
+        take_turns(runnable, job_of, lengths, timing, stage)
         jobs.stop()
     for entry in runnable:
         assert entry.setup is not None
         entry.run = CellRun(**dict(entry.setup), turns=entry.turns)
     stage.wall_s = time.monotonic() - began
-    log.info(
-        "%s: %.0f s, %.0f%% starting workers (%d jobs), %.0f%% setting cells up, %.0f%% in timed steps (%d turns)",
-        what,
-        stage.wall_s,
-        100 * stage.start_up_s / stage.wall_s,
-        stage.jobs_started,
-        100 * stage.setup_s / stage.wall_s,
-        100 * stage.timed_steps_s / stage.wall_s,
-        stage.turns,
-    )
+    log.info("%s: %s", what, stage.described())
     return stage
+
+
+def take_turns(
+    runnable: list[CellRuns], job_of: dict[str, CellJob], lengths: dict[str, int], timing: CellTiming, stage: StageTime
+) -> None:
+    """The cells' turns (run_cells): in rotating order, each its `lengths` steps in its job, until the caps, dropping
+    every SETTLE_EVERY turns past timing.min_turns the cells whose speedup over `single` is known within
+    timing.within; each turn kept in its CellRuns, the turns and timed seconds counted in `stage`."""
+    reference = next((entry for entry in runnable if entry.cell.label == BASELINE), None)
+    timing_now = list(runnable)
+    with tqdm(total=timing.max_turns, unit="turn", desc="turns", disable=None) as progress:
+        for turn_index in range(timing.max_turns):
+            for entry in interleaved(timing_now, turn_index):
+                turn = job_of[entry.cell.label].turn(entry.cell.label, lengths[entry.cell.label])
+                entry.turns.append(turn)
+                stage.timed_steps_s += sum(turn.step_durations)
+            stage.turns = turn_index + 1
+            progress.update()
+            if stage.timed_steps_s >= timing.max_timed_s:
+                return
+            if stage.turns >= timing.min_turns and (stage.turns - timing.min_turns) % SETTLE_EVERY == 0:
+                timing_now = [
+                    entry
+                    for entry in timing_now
+                    if entry is reference or not known_within(entry, reference, timing.within)
+                ]
+                if all(entry is reference for entry in timing_now):
+                    return
 
 
 @dataclass

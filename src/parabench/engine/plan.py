@@ -165,17 +165,7 @@ def make_plan(
     knobbed = role != "reference"  # the training knobs: the reference takes none, so that each is measured against it
     strategy = STRATEGIES[strategy_name or strategy_of(params, role)]
     settings = params.settings(workload_name)
-    workload = WORKLOADS[workload_name]
-    setup = StrategySetup(
-        machine=machine,
-        partition=params.partition,
-        pipeline=params.pipeline.for_workload(workload_name),
-        fsdp=params.fsdp,
-        blocks=model_blocks(workload_name, settings),
-        batch_shape=(settings.batch_size, *workload.unit_shape(settings)),
-        documented_cut=workload.documented_cut(settings),
-        precision=params.precision if knobbed else "32",
-    )
+    setup = strategy_setup(params, workload_name, machine, knobbed)
     if params.hardware.devices == "auto" and settings.scaling == "strong":
         run = f"{workload_name}'s {STRATEGY_KEYS[role]}={strategy.name}" + (f" x {copies} copies" if copies > 1 else "")
         if copies == 1:
@@ -208,6 +198,23 @@ def make_plan(
     )
     _check_processes_fit(plan, params.hardware.oversubscribe)
     return plan
+
+
+def strategy_setup(params: Params, workload_name: str, machine: Machine, knobbed: bool) -> StrategySetup:
+    """What the strategy may read of a workload's run: the machine, the strategies' sections, the model's blocks and
+    batch shape, the documented cut, and the precision (the training knobs only where `knobbed`: not the reference)."""
+    settings = params.settings(workload_name)
+    workload = WORKLOADS[workload_name]
+    return StrategySetup(
+        machine=machine,
+        partition=params.partition,
+        pipeline=params.pipeline.for_workload(workload_name),
+        fsdp=params.fsdp,
+        blocks=model_blocks(workload_name, settings),
+        batch_shape=(settings.batch_size, *workload.unit_shape(settings)),
+        documented_cut=workload.documented_cut(settings),
+        precision=params.precision if knobbed else "32",
+    )
 
 
 def check_accumulate(accumulate: int, strategy: Strategy, per_replica: int, workload_name: str) -> None:

@@ -88,6 +88,17 @@ def allreduce_seconds(numel: int, device: torch.device, repeats: int = 3) -> flo
     return statistics.median(clock.durations)
 
 
+def memory_from_now(device: torch.device) -> tuple[StepMemory, dict[str, float]]:
+    """Peak memory counted from now on the process's devices, and what they hold now (the earlier cells' memory
+    alone, once collected and the free heap given back)."""
+    gc.collect()
+    release_free_heap()
+    memory = StepMemory(devices_of(device))
+    held_mb = memory_now_mb(memory.devices)
+    memory.reset()
+    return memory, held_mb
+
+
 class TimedCell:
     """A cell's trainer and batches, kept between turns. `setup` is rank 0's CellSetup (None on the other ranks).
 
@@ -106,11 +117,7 @@ class TimedCell:
     ):
         started = time.perf_counter()
         self.plan, self.process, self.data = plan, process, data
-        gc.collect()
-        release_free_heap()  # the resident set now holds the earlier cells' memory alone
-        memory = StepMemory(devices_of(process.device))
-        held_mb = memory_now_mb(memory.devices)
-        memory.reset()
+        memory, held_mb = memory_from_now(process.device)
         self.trainer = build_trainer(plan, process, steps_per_epoch(data.train_units, plan.global_batch), model_state)
         parallel = self.trainer.parallel
         parallel.module.train()
@@ -120,18 +127,10 @@ class TimedCell:
         input_rate = transform_rate(data, pool, parallel.input_device, 1) if parallel.reads_inputs else None
         warming = StepClock(parallel.devices, warmup)
         train_pass(self.trainer, data, self._take(warmup), warmup, warming)
-        with SavedForBackward() as saved:  # one more step, off the clock: what its forward kept for backward
-            result, fed = optimizer_step(self.trainer, data, next(self._batches))
-        memory.read()
-        alone = {device: base_mb[device] + peak - held_mb[device] for device, peak in memory.peaks_mb.items()}
-        used = {device: mb for device, mb in alone.items() if device in {str(each) for each in parallel.devices}}
-        peaks = per_rank(gather_objects(used))
-        kept = per_rank(gather_objects({str(process.device): saved.mb}))
-        unit_bytes = bytes_per_unit(fed, result, parallel.reads_inputs)
+        peaks, kept, unit_bytes = self._measured_step(memory, held_mb, base_mb)
         parameters = plan.workload.parameter_count(plan.settings)
-        full_allreduce = None
-        if plan.strategy.data_parallel and plan.copies == 1 and process.world_size > 1:
-            full_allreduce = allreduce_seconds(parameters, process.device)
+        communicates = plan.strategy.data_parallel and plan.copies == 1 and process.world_size > 1
+        full_allreduce = allreduce_seconds(parameters, process.device) if communicates else None
         gradient_bytes, buffer_bytes = gradient_and_buffer_bytes(parallel.model)
         gc.collect()
         gc.freeze()  # the model, optimiser and batches live to the last turn: no collection during a step scans them
@@ -155,6 +154,22 @@ class TimedCell:
             if process.is_main
             else None
         )
+
+    def _measured_step(
+        self, memory: StepMemory, held_mb: dict[str, float], base_mb: dict[str, float]
+    ) -> tuple[dict[str, float], dict[str, float], tuple[float | None, float | None]]:
+        """One more step, off the clock: every rank's peak memory on its devices as if the cell ran alone (the memory
+        `held_mb` before it was built, taken out, and the process's `base_mb` put back), what each rank's forward kept
+        for backward, and the bytes a unit of its inputs and outputs takes."""
+        parallel = self.trainer.parallel
+        with SavedForBackward() as saved:
+            result, fed = optimizer_step(self.trainer, self.data, next(self._batches))
+        memory.read()
+        alone = {device: base_mb[device] + peak - held_mb[device] for device, peak in memory.peaks_mb.items()}
+        used = {device: mb for device, mb in alone.items() if device in {str(each) for each in parallel.devices}}
+        peaks = per_rank(gather_objects(used))
+        kept = per_rank(gather_objects({str(self.process.device): saved.mb}))
+        return peaks, kept, bytes_per_unit(fed, result, parallel.reads_inputs)
 
     def _take(self, steps: int) -> Iterator[Batch]:
         return itertools.islice(self._batches, steps)

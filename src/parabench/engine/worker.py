@@ -131,14 +131,10 @@ def run_record(
     node_hosts: list[str],
 ) -> RunRecord:
     """Everything measured about one run (`memory_mb`: the peak of its training steps per rank and device;
-    `node_hosts`: each node's host, in node order; each field is described in records.RunRecord).
-
-    units_per_s is the global batch over the median step time (warm-up excluded, the slowest rank's time per step);
-    train_time_s is the time the planned steps take at that median, so two strategies doing the same work compare
-    fairly. wall_time_s is the whole job from its launch: what a user waits for. other_cpu_share is the largest share
-    of the machine's CPU that other programs took during an epoch; above CONTENDED_SHARE the timing is marked
-    contended.
-    """
+    `node_hosts`: each node's host, in node order; each field is described in records.RunRecord). train_time_s is
+    the time the planned steps take at the median step (warm-up excluded, the slowest rank's), so two strategies
+    doing the same work compare fairly; wall_time_s, the whole job from its launch: what a user waits for; an
+    epoch's other_cpu_share above CONTENDED_SHARE marks the timing contended."""
     steps = summarize(step_durations)
     last = result.history[-1]
     shares = [share for row in result.history if (share := row.get("other_cpu_share")) is not None]

@@ -30,9 +30,7 @@ distributed pipeline), over the probe between the nodes (checked_across_nodes).
 from itertools import combinations
 from typing import Any
 
-from parabench.prediction.collectives import (
-    Links,
-)
+from parabench.prediction.collectives import Links
 from parabench.prediction.links import measured_links
 from parabench.records import (
     Cell,
@@ -45,7 +43,7 @@ from parabench.records import (
     ran,
 )
 from parabench.stats import NO_DIFFERENCE, Z_95, median_interval, rate_ratio, ratio_verdict
-from parabench.strategies.cost import ModelSizes, ReplicaStep, StagedCost, StepPrediction, pipeline_step
+from parabench.strategies.cost import ModelSizes, ReplicaCost, ReplicaStep, StagedCost, StepPrediction, pipeline_step
 from parabench.strategies.registry import BASELINE, STRATEGIES
 
 GOAL, MEDIAN_GOAL = 0.15, 0.08  # each cell within 15% (or 3x its own noise, where larger); the median within 8%
@@ -172,21 +170,8 @@ def checked_across_nodes(
 ) -> PredictionCheck | None:
     """The train run, where it spanned several nodes, predicted against its own median step (warm-up left out, the
     slowest rank's); the links between the nodes are the probe's between them (`network`), those within a node the
-    probe's over node 0's devices (`probe`).
-
-    ddp, allreduce and fsdp: one replica computes what node 0's cell of as many processes side by side as shared a
-    host in the run computes (single for one; the ceiling for as many as its copies), its input and forward and
-    backward scaled to the replica's share of the run's global batch (the optimizer's step stays whole). The
-    collectives cross the network, their rings spanning every process, but for fsdp's hybrid sharding: its shards'
-    collectives stay within a node and its replicas' all-reduce crosses the network (its ReplicaCost's
-    shards_within_node). Nodes that were
-    one host (loopback) share its CPU: every process of the run side by side, and ddp hides only what its collectives
-    wait, as on one CPU; where no ceiling of that many copies ran (one device a node), single's compute stands in,
-    alone on the host, and the row says so.
-
-    The distributed pipeline: its stages' seconds as its run timed them (one stage a process, the global rank its
-    stage), each boundary's activation and gradient over the network where the boundary joins two nodes, within a
-    node elsewhere, plus single's input and optimizer.
+    probe's over node 0's devices (`probe`): replicas as replicas_across_nodes says, a distributed pipeline as
+    pipeline_across_nodes does.
 
     None where the run spanned one node, the strategy has no cost model, the probe between the nodes did not run (or
     the one within a node, where a link within one is needed), or no cell of the layout ran."""
@@ -200,48 +185,59 @@ def checked_across_nodes(
     one_host = len(hosts) == nodes and len(set(hosts)) == 1
     per_node = train.processes // nodes
     within = measured_links(probe) if per_node > 1 else network_links  # one process a node: its copies alone
-    where = f"{nodes} nodes on one host" if one_host else f"{nodes} nodes"
-    name, note = train.strategy, ""
+    name, predicted, note = train.strategy, None, ""
     if isinstance(cost, StagedCost):
         predicted = pipeline_across_nodes(details, single, within, network_links, per_node)
     else:
-        shard_links = within if cost.shards_within_node(details) else network_links
-        if shard_links is None:
-            return None
         name = " ".join(part for part in (name, cost.described(details)) if part)
-        ceiling = ran(cells, "ceiling")
-        side_by_side = train.processes if one_host else per_node
-        layout = single if side_by_side == 1 else ceiling if ceiling and ceiling.processes == side_by_side else None
-        if layout is None and one_host:
-            layout, note = single, f"; single's compute, alone there: no ceiling of {side_by_side} copies ran"
-        if layout is None:
-            return None
-        share = (train.global_batch / train.replicas) / (layout.global_batch / layout.processes)
-        forward_backward = forward_backward_s(layout)
-        scaled = forward_backward + layout.time_split_s.get("input", 0.0)
-        step = ReplicaStep(
-            compute_s=layout.step_time_s.median + (share - 1) * scaled,
-            forward_backward_s=forward_backward * share,
-            sizes=model_sizes(single),
-            links=shard_links,
-            devices=train.processes,
-            own_devices=not one_host,
-            details=details,
-            across=network_links,
-            optimizer_s=layout.time_split_s.get("optimizer", 0.0),
-        )
-        predicted = cost.step(step)
+        shard_links = within if cost.shards_within_node(details) else network_links
+        if shard_links is not None and (found := replicas_across_nodes(train, cells, cost, shard_links, network_links)):
+            predicted, note = found
     if predicted is None:
         return None
     _, low, high = median_interval([train.step_durations])
     measured = train.step_time_s.median
-    return measured_check(
-        f"{name} across {where} (the train run{note})",
-        train.devices,
-        measured,
-        (high - low) / 2 / measured,
-        predicted,
+    where = f"{nodes} nodes on one host" if one_host else f"{nodes} nodes"
+    label = f"{name} across {where} (the train run{note})"
+    return measured_check(label, train.devices, measured, (high - low) / 2 / measured, predicted)
+
+
+def replicas_across_nodes(
+    train: RunRecord, cells: dict[str, Cell], cost: ReplicaCost, links: Links, network: Links
+) -> tuple[StepPrediction, str] | None:
+    """A train run of replicas over several nodes (checked_across_nodes), and what its row should add, or None where no
+    cell of its layout ran. One replica computes what node 0's cell of as many processes side by side as shared a host
+    in the run computes (single for one; the ceiling for as many as its copies), its input and forward and backward
+    scaled to the replica's share of the run's global batch (the optimizer's step stays whole). The collectives cross
+    `links` (the network, their rings spanning every process; for a strategy whose shards stay within a node, those
+    within one, its replicas' all-reduce crossing the `network`). Nodes that were one host (loopback) share its CPU:
+    every process of the run side by side, and ddp hides only what its collectives wait, as on one CPU; where no
+    ceiling of that many copies ran (one device a node), single's compute stands in, alone on the host, said so."""
+    nodes, hosts = train.environment["nodes"], train.environment.get("node_hosts", [])
+    one_host = len(hosts) == nodes and len(set(hosts)) == 1
+    single, ceiling = ran(cells, BASELINE), ran(cells, "ceiling")
+    side_by_side = train.processes if one_host else train.processes // nodes
+    layout = single if side_by_side == 1 else ceiling if ceiling and ceiling.processes == side_by_side else None
+    note = ""
+    if layout is None and one_host:
+        layout, note = single, f"; single's compute, alone there: no ceiling of {side_by_side} copies ran"
+    if layout is None or single is None:
+        return None
+    share = (train.global_batch / train.replicas) / (layout.global_batch / layout.processes)
+    forward_backward = forward_backward_s(layout)
+    scaled = forward_backward + layout.time_split_s.get("input", 0.0)
+    step = ReplicaStep(
+        compute_s=layout.step_time_s.median + (share - 1) * scaled,
+        forward_backward_s=forward_backward * share,
+        sizes=model_sizes(single),
+        links=links,
+        devices=train.processes,
+        own_devices=not one_host,
+        details=train.strategy_details,
+        across=network,
+        optimizer_s=layout.time_split_s.get("optimizer", 0.0),
     )
+    return cost.step(step), note
 
 
 def pipeline_across_nodes(

@@ -18,10 +18,7 @@ from typing import Any
 
 from parabench.config import PredictOptions
 from parabench.prediction.checks import PREDICTED, forward_backward_s, model_sizes, scattered_bytes
-from parabench.prediction.collectives import (
-    PRESETS,
-    Links,
-)
+from parabench.prediction.collectives import PRESETS, Links
 from parabench.prediction.links import link_at
 from parabench.records import (
     Bottleneck,

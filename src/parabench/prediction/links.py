@@ -11,11 +11,7 @@ from parabench.prediction.collectives import (
     Link,
     Links,
 )
-from parabench.records import (
-    CollectiveFit,
-    Probe,
-    Probed,
-)
+from parabench.records import CollectiveFit, Probe, Probed
 
 
 def measured_links(probe: Probe) -> Links | None:

@@ -6,9 +6,7 @@ from typing import Any
 
 from parabench.config import PredictOptions
 from parabench.prediction.checks import MEDIAN_GOAL, PREDICTED, checked_across_nodes, checked_cells, order_checks
-from parabench.prediction.collectives import (
-    Link,
-)
+from parabench.prediction.collectives import Link, Links
 from parabench.prediction.extension import bottleneck, extended
 from parabench.prediction.links import measured_links
 from parabench.records import (
@@ -55,28 +53,32 @@ def predict(
     checks = checked_cells(cells, links) + ([across_nodes] if across_nodes else [])
     orders = order_checks(checks, cells, benchmark.noise.floor)
     errors = [abs(check.error) for check in checks]
+    median_error = statistics.median(errors) if errors else None
     measured = {name: figures.strategy_details for name in PREDICTED if (figures := ran(cells, name)) is not None}
     return PredictionResults(
-        links=None
-        if links is None
-        else {
-            collective: FittedLink(latency_s=link.latency_s, bandwidth_bytes_per_s=link.bandwidth_bytes_per_s)
-            for collective, link in vars(links).items()
-            if isinstance(link, Link)
-        },
+        links=None if links is None else fitted_links(links),
         checks=checks,
-        median_abs_error=statistics.median(errors) if errors else None,
+        median_abs_error=median_error,
         max_abs_error=max(errors) if errors else None,
         order_checks=orders,
-        within_goal=bool(checks)
+        within_goal=median_error is not None
+        and median_error <= MEDIAN_GOAL
         and all(check.within for check in checks)
-        and statistics.median(errors) <= MEDIAN_GOAL
         and all(order.agrees for order in orders),
         scaling=scaling,
         predictions=extended(single, measured, options, scaling, probe, network),
         bottleneck=bottleneck(single, options, scaling, probe, network),
         probe=probe,
     )
+
+
+def fitted_links(links: Links) -> dict[str, FittedLink]:
+    """Each collective's link as the results record it: its latency and bandwidth."""
+    return {
+        collective: FittedLink(latency_s=link.latency_s, bandwidth_bytes_per_s=link.bandwidth_bytes_per_s)
+        for collective, link in vars(links).items()
+        if isinstance(link, Link)
+    }
 
 
 def compact(prediction: PredictionResults, options: PredictOptions) -> dict[str, Any]:

@@ -40,6 +40,19 @@ NOT_COMPARED = {
 }  # a cell's comparisons before summarize_cells makes them (with_comparisons)
 
 
+SET_UP = {  # what a cell's setup measured, which its figures carry as measured
+    "peak_memory_mb",
+    "memory_kind",
+    "saved_for_backward_mb",
+    "input_bytes_per_unit",
+    "output_bytes_per_unit",
+    "parameters",
+    "gradient_bytes",
+    "buffer_bytes",
+    "strategy_details",
+}
+
+
 def cell_result(entry: CellRuns, compute_beside: float | None) -> Cell:
     """One cell's figures: a median over every kept step of every turn (the disturbed ones left out, with a count),
     its interval, and its time split (report.time_split; a data-parallel strategy's compute is `compute_beside`, the
@@ -75,15 +88,7 @@ def cell_result(entry: CellRuns, compute_beside: float | None) -> Cell:
         devices=plan.devices,
         devices_virtual=plan.machine.accelerator == "cpu" and plan.devices > 1,
         data_parallel=data_parallel,
-        peak_memory_mb=run.peak_memory_mb,
-        memory_kind=run.memory_kind,
-        saved_for_backward_mb=run.saved_for_backward_mb,
-        input_bytes_per_unit=run.input_bytes_per_unit,
-        output_bytes_per_unit=run.output_bytes_per_unit,
-        parameters=run.parameters,
-        gradient_bytes=run.gradient_bytes,
-        buffer_bytes=run.buffer_bytes,
-        strategy_details=run.strategy_details,
+        **run.model_dump(include=SET_UP),
         environment={
             **describe(plan.machine, plan.processes, plan.threads, plan.distributed),
             f"transform_{run.unit}s_per_s_per_process": run.transform_units_per_s,

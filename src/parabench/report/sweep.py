@@ -125,6 +125,24 @@ def plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
+def curve_notes(cells: list[SweepCell]) -> dict[str, str | None]:
+    """Per curve, why its stages cannot overlap here, where they cannot (engine_note)."""
+    return {
+        cell.curve: engine_note(cell.figures.strategy_details)
+        for cell in cells
+        if cell.value is not None and isinstance(cell.figures, CellFigures)
+    }
+
+
+def skipped_cells(cells: list[SweepCell], param: str) -> list[str]:
+    """Each skipped cell of the sweep of `param`, with the first line of why."""
+    return [
+        f"{cell.curve} {param}={cell.value} skipped: {cell.figures.reason.splitlines()[0]}"
+        for cell in cells
+        if isinstance(cell.figures, SkippedCell)
+    ]
+
+
 def write_sweep(
     name: str,
     sweep: Sweep,
@@ -144,29 +162,18 @@ def write_sweep(
         for point, figures in zip(points, results, strict=True)
     ]
     tables, lines = curve_tables(cells), reference_lines(cells)
-    notes = {
-        cell.curve: engine_note(cell.figures.strategy_details)
-        for cell in cells
-        if cell.value is not None and isinstance(cell.figures, CellFigures)
-    }
+    notes, skipped = curve_notes(cells), skipped_cells(cells, sweep.param)
     summaries = {curve: curve_summary(table, lines, notes.get(curve)) for curve, table in tables.items()}
-    skipped = [
-        f"{cell.curve} {sweep.param}={cell.value} skipped: {cell.figures.reason.splitlines()[0]}"
-        for cell in cells
-        if isinstance(cell.figures, SkippedCell)
-    ]
     for curve, table in tables.items():
         write_atomic(sweep_table_dir(name) / f"{curve}.csv", partial(write_csv, table))
-    title = (
-        f"{sweep.workload}: {sweep.strategy} over {sweep.param} ({name}, {scale} scale)\n"
-        f"measured on {machine_line(environment)}"
-    )
+    title = f"{sweep.workload}: {sweep.strategy} over {sweep.param} ({name}, {scale} scale)"
+    figure_notes = [*sorted({note for note in notes.values() if note}), *skipped]
     draw(
-        title,
+        f"{title}\nmeasured on {machine_line(environment)}",
         sweep.param,
         tables,
         lines,
-        [*sorted({note for note in notes.values() if note}), *skipped],
+        figure_notes,
         sweep_figure_file(name),
     )
     results_record = SweepResults(
