@@ -20,7 +20,7 @@ from parabench.records import CellRun, CellSetup, CellTurn, SkippedCell, StepSig
 from parabench.report.answers import noise_sentence
 from parabench.report.benchmark import skipped, summarize_cells, table
 from parabench.report.benchmark_figure import draw
-from parabench.report.time_split import cut_parts, time_split
+from parabench.report.time_split import time_split
 from parabench.strategies.registry import STRATEGIES
 from tests.setups import cpu_setup, tiny_plan
 
@@ -207,7 +207,8 @@ def test_parts_that_do_not_describe_the_median_step_are_flagged():
     ],
 )
 def test_a_cut_model_s_forward_backward_splits_by_its_stages_seconds(details, expected):
-    assert cut_parts(details, forward_backward=0.2) == pytest.approx(expected)
+    strategy = STRATEGIES["pipeline" if "engine" in details else "model_parallel"]
+    assert strategy.details_of(details).time_parts(forward_backward=0.2) == pytest.approx(expected)
 
 
 def test_a_bound_above_the_measured_step_leaves_no_negative_part_and_the_split_says_it_is_off():

@@ -96,13 +96,14 @@ def test_model_parallel_equals_single(balance):
     torch.testing.assert_close(outputs, single_outputs, rtol=RTOL, atol=ATOL)
     torch.testing.assert_close(loss, single_loss, rtol=RTOL, atol=ATOL)
     assert_same(gradients, single_gradients)
-    shares, seconds = parallel.details.pop("stage_time_share"), parallel.details.pop("stage_seconds")
+    recorded = parallel.details.recorded()
+    shares, seconds = recorded.pop("stage_time_share"), recorded.pop("stage_seconds")
     assert len(shares) == STAGES and sum(shares) == pytest.approx(1, abs=1e-3) and min(shares) > 0
     assert len(seconds) == STAGES and min(seconds) > 0
-    boundary, leaves = parallel.details.pop("boundary_bytes"), parallel.details.pop("block_output_bytes_per_unit")
+    boundary, leaves = recorded.pop("boundary_bytes"), recorded.pop("block_output_bytes_per_unit")
     assert len(boundary) == STAGES - 1 and min(boundary) > 0 and len(leaves) == len(make_model()) - 1
-    assert len(parallel.details.pop("block_seconds")) == len(make_model())
-    assert parallel.details == {
+    assert len(recorded.pop("block_seconds")) == len(make_model())
+    assert recorded == {
         "stages": STAGES,
         "cut": parallel.module.sizes,
         "balance": balance,
@@ -119,10 +120,11 @@ def test_pipeline_inprocess_equals_single_with_frozen_batchnorm(split_size, bala
     torch.testing.assert_close(outputs, single_outputs, rtol=RTOL, atol=ATOL)
     torch.testing.assert_close(loss, single_loss, rtol=RTOL, atol=ATOL)
     assert_same(gradients, single_gradients)
-    assert len(parallel.details.pop("stage_time_share")) == len(parallel.details.pop("stage_seconds")) == STAGES
-    assert len(parallel.details.pop("boundary_bytes")) == STAGES - 1 and parallel.details.pop("block_seconds")
-    assert parallel.details.pop("block_output_bytes_per_unit")
-    assert parallel.details == {
+    recorded = parallel.details.recorded()
+    assert len(recorded.pop("stage_time_share")) == len(recorded.pop("stage_seconds")) == STAGES
+    assert len(recorded.pop("boundary_bytes")) == STAGES - 1 and recorded.pop("block_seconds")
+    assert recorded.pop("block_output_bytes_per_unit")
+    assert recorded == {
         "engine": "inprocess",
         "split_size": split_size,
         "micro_batches": -(-BATCH // split_size),
@@ -176,7 +178,7 @@ def test_1f1b_needs_a_micro_batch_per_stage():
 def test_more_devices_than_blocks_cut_one_stage_per_block(strategy):
     """partition.stages auto on 8 devices and a 6-block model: 6 stages, and the plan counts 6 devices."""
     parallel = strategy.apply(make_model(), CPU_PROCESS, cpu_setup(8, split_size=2))
-    assert parallel.details["stages"] == 6 and parallel.module.sizes == [1] * 6
+    assert parallel.details.stages == 6 and parallel.module.sizes == [1] * 6
     assert strategy.devices(cpu_setup(8)) == 6
 
 
@@ -205,7 +207,7 @@ def distributed_rank(rank: int, world_size: int, out: Path) -> None:
             "state": parallel.full_state_dict(),
             "loss": loss,
             "outputs": outputs,
-            "details": parallel.details,
+            "details": parallel.details.recorded(),
             "reads_inputs": parallel.reads_inputs,
         }
         torch.save(result, out / f"{schedule}-{split_size}-{batchnorm_training}-rank{rank}.pt")

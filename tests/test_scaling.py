@@ -27,6 +27,7 @@ from parabench.records import (
 from parabench.report.benchmark import summarize_cells
 from parabench.strategies.cost import ModelSizes, ReplicaCost, ReplicaStep, pipeline_step
 from parabench.strategies.fsdp import fsdp_step
+from parabench.strategies.partition import CutDetails
 from parabench.strategies.registry import STRATEGIES
 from tests.setups import cpu_setup, run_record, tiny_plan
 from tests.test_benchmark_report import cell_run, entries, turn
@@ -45,7 +46,8 @@ def strategy_step(
     """The strategy `name`'s own cost model of one step of `devices` replicas."""
     cost = STRATEGIES[name].cost
     assert isinstance(cost, ReplicaCost)
-    return cost.step(ReplicaStep(compute_s, forward_backward_s, sizes, links, devices, own_devices, details or {}))
+    recorded = STRATEGIES[name].details_of(details or {})
+    return cost.step(ReplicaStep(compute_s, forward_backward_s, sizes, links, devices, own_devices, recorded))
 
 
 ALL_REDUCE = CollectiveFit(status="ran", latency_s=1e-4, bandwidth_bytes_per_s=1e9, cpu_share=1.0, points=[])
@@ -491,12 +493,16 @@ def test_a_sweep_s_distributed_pipeline_cells_are_predicted_from_their_stages_an
         SweepCell(curve="gpipe", value=2, figures=gpipe),
         SweepCell(curve="inprocess", value=2, figures=inprocess),
     ]
-    (only,) = checked_sweep_cells(cells, None)
+
+    def strategy_of(curve: str) -> str:  # the sweep's curves are the pipeline's; its line, single's
+        return "single" if curve == "single" else "pipeline"
+
+    (only,) = checked_sweep_cells(cells, None, strategy_of)
     assert only.cell == "gpipe 2" and only.predicted_step_s == pytest.approx(4 * 0.3 + 0.1 + 0.03)
     assert only.error == pytest.approx(1.33 / 1.5 - 1) and only.within is True
     # with the probe's link (1e-4 s, 1 GB/s), each micro-batch's 1 MB activation and its gradient cross the boundary
     # as the benchmark's checks send them: a third stage of 2 x 1.1 ms between the two, off the 0.3 s bottleneck
-    (sent,) = checked_sweep_cells(cells, Links.alike(Link(1e-4, 1e-9)))
+    (sent,) = checked_sweep_cells(cells, Links.alike(Link(1e-4, 1e-9)), strategy_of)
     assert sent.predicted_step_s == pytest.approx(4 * 0.3 + 0.1 + 0.03 + 2 * 1.1e-3)
 
 
@@ -567,10 +573,10 @@ def test_a_cut_at_more_devices_balances_the_measured_blocks_by_time_and_sends_wh
     """Blocks of 4, 1, 1, 1 and 1 ms: 2 stages split them 4 | 4; 3 stages cannot do better than the first block
     alone (the DP cuts 4 | 1 | 3), so the first stage sets the pace (half the work, not a third), and each boundary
     sends what its last block leaves."""
-    staged = {"block_seconds": [4.0, 1.0, 1.0, 1.0, 1.0], "block_output_bytes_per_unit": [10.0, 20.0, 30.0, 40.0]}
+    staged = CutDetails(block_seconds=[4.0, 1.0, 1.0, 1.0, 1.0], block_output_bytes_per_unit=[10.0, 20.0, 30.0, 40.0])
     assert cut_at(2, staged, 8) == ([0.5, 0.5], [80.0])
     assert cut_at(3, staged, 8) == ([0.5, 0.125, 0.375], [80.0, 160.0])
-    assert cut_at(3, {}, 8) == ([1 / 3] * 3, []), "no cut ran here: equal stages, nothing sent"
+    assert cut_at(3, CutDetails(), 8) == ([1 / 3] * 3, []), "no cut ran here: equal stages, nothing sent"
 
 
 def test_unequal_blocks_predict_a_slower_pipeline_than_equal_ones():

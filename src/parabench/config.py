@@ -191,6 +191,12 @@ class Sweep(CellTiming):
             raise SettingProblem("inputs", problem)
         return self
 
+    def strategy_of(self, curve: str) -> str:
+        """The strategy a curve's cells run: its own override, else the sweep's; a reference line is its strategy's."""
+        if curve not in self.curves:
+            return curve
+        return str(self.curves[curve].get("strategy", self.strategy))
+
     def values_at(self, scale: str) -> list[Any] | None:
         """The values timed at `scale` (None when they are given per scale and this one has no list)."""
         return self.values.get(scale) if isinstance(self.values, dict) else self.values

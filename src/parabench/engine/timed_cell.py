@@ -149,7 +149,7 @@ class TimedCell:
                 gradient_bytes=gradient_bytes,
                 buffer_bytes=buffer_bytes,
                 transform_units_per_s=input_rate,
-                strategy_details=parallel.details,
+                strategy_details=parallel.details.recorded(),
             )
             if process.is_main
             else None

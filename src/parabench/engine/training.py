@@ -383,7 +383,7 @@ def fit(plan: RunPlan, process: Process, data: WorkloadData, checkpoint_path: Pa
         step_durations=run.clock.durations,
         steps_per_epoch=run.steps,
         resumed_after_epoch=resumed_after,
-        strategy_details=dict(run.trainer.parallel.details),
+        strategy_details=run.trainer.parallel.details.recorded(),
         data_id=data_id,
         peak_memory_mb=run.memory.peaks_mb,
     )

@@ -27,8 +27,8 @@ The benchmark times node 0 alone; over several nodes the train run is checked to
 distributed pipeline), over the probe between the nodes (checked_across_nodes).
 """
 
+from collections.abc import Callable
 from itertools import combinations
-from typing import Any
 
 from parabench.prediction.collectives import Links
 from parabench.prediction.links import measured_links
@@ -44,6 +44,8 @@ from parabench.records import (
 )
 from parabench.stats import NO_DIFFERENCE, Z_95, median_interval, rate_ratio, ratio_verdict
 from parabench.strategies.cost import ModelSizes, ReplicaCost, ReplicaStep, StagedCost, StepPrediction, pipeline_step
+from parabench.strategies.details import Details
+from parabench.strategies.partition import CutDetails
 from parabench.strategies.registry import BASELINE, STRATEGIES
 
 GOAL, MEDIAN_GOAL = 0.15, 0.08  # each cell within 15% (or 3x its own noise, where larger); the median within 8%
@@ -98,7 +100,7 @@ def measured_check(
 
 
 def pipelined(
-    figures: CellFigures, single: CellFigures, micro_batched: bool, links: Links | None
+    figures: CellFigures, details: Details, single: CellFigures, micro_batched: bool, links: Links | None
 ) -> StepPrediction | None:
     """A cut model's step: its schedule's bound over its stages' seconds (timed one by one on one device), plus single's
     input and optimizer. A distributed pipeline's schedule runs its micro-batches; model_parallel is a pipeline of one
@@ -108,19 +110,18 @@ def pipelined(
     activation and gradient cross the link as one message each (`links`: the probe's send/recv fit), where the
     stages are processes or devices of their own; on a CPU's virtual devices in one process they stay in its memory.
     None for the in-process pipeline (one process's stages cannot overlap) and for a cut without stage times.
-    `micro_batched`: the strategy's StagedCost says which of the two it is."""
-    details = figures.strategy_details
+    `micro_batched`: the strategy's StagedCost says which of the two it is; `details`, what the cell recorded of it."""
     distributed = figures.processes > 1
-    if not details.get("stage_seconds") or not (distributed or not micro_batched):
+    if not isinstance(details, CutDetails) or not details.stage_seconds or not (distributed or not micro_batched):
         return None
     transfers: list[float] = []
     if links is not None and (distributed or not figures.devices_virtual):
-        transfers = [2 * links.message_seconds(size) for size in details.get("boundary_bytes", [])]
-    stage_seconds = list(details["stage_seconds"])
+        transfers = [2 * links.message_seconds(size) for size in details.boundary_bytes]
+    stage_seconds = list(details.stage_seconds)
     if not micro_batched:
         whole, timed = forward_backward_s(single), sum(stage_seconds)
         stage_seconds = [whole * seconds / timed for seconds in stage_seconds]
-    return staged_step(stage_seconds, details.get("micro_batches", 1) if distributed else 1, transfers, single)
+    return staged_step(stage_seconds, (details.micro_batches or 1) if distributed else 1, transfers, single)
 
 
 def staged_step(
@@ -144,8 +145,9 @@ def checked_cells(cells: dict[str, Cell], links: Links | None) -> list[Predictio
         cost = PREDICTED.get(label)
         if cost is None or not isinstance(figures, CellFigures) or figures.devices < 2:
             continue
+        details = STRATEGIES[label].details_of(figures.strategy_details)
         if isinstance(cost, StagedCost):
-            predicted = pipelined(figures, single, cost.micro_batched, links)
+            predicted = pipelined(figures, details, single, cost.micro_batched, links)
             if predicted is None:
                 continue
         else:
@@ -156,7 +158,7 @@ def checked_cells(cells: dict[str, Cell], links: Links | None) -> list[Predictio
                 links=links,
                 devices=figures.devices,
                 own_devices=not figures.devices_virtual,
-                details=figures.strategy_details,
+                details=details,
                 batch_bytes=scattered_bytes(single, figures.global_batch),
                 optimizer_s=ceiling.time_split_s.get("optimizer", 0.0),
             )
@@ -178,7 +180,8 @@ def checked_across_nodes(
     cost = PREDICTED.get(train.strategy) if train is not None else None
     if train is None or cost is None or train.environment.get("nodes", 1) < 2 or train.processes < 2:
         return None
-    details, single, network_links = train.strategy_details, ran(cells, BASELINE), measured_links(network)
+    details = STRATEGIES[train.strategy].details_of(train.strategy_details)
+    single, network_links = ran(cells, BASELINE), measured_links(network)
     if network_links is None or single is None:
         return None
     nodes, hosts = train.environment["nodes"], train.environment.get("node_hosts", [])
@@ -191,7 +194,12 @@ def checked_across_nodes(
     else:
         name = " ".join(part for part in (name, cost.described(details)) if part)
         shard_links = within if cost.shards_within_node(details) else network_links
-        if shard_links is not None and (found := replicas_across_nodes(train, cells, cost, shard_links, network_links)):
+        found = (
+            None
+            if shard_links is None
+            else replicas_across_nodes(train, cells, cost, details, shard_links, network_links)
+        )
+        if found:
             predicted, note = found
     if predicted is None:
         return None
@@ -203,7 +211,7 @@ def checked_across_nodes(
 
 
 def replicas_across_nodes(
-    train: RunRecord, cells: dict[str, Cell], cost: ReplicaCost, links: Links, network: Links
+    train: RunRecord, cells: dict[str, Cell], cost: ReplicaCost, details: Details, links: Links, network: Links
 ) -> tuple[StepPrediction, str] | None:
     """A train run of replicas over several nodes (checked_across_nodes), and what its row should add, or None where no
     cell of its layout ran. One replica computes what node 0's cell of as many processes side by side as shared a host
@@ -233,7 +241,7 @@ def replicas_across_nodes(
         links=links,
         devices=train.processes,
         own_devices=not one_host,
-        details=train.strategy_details,
+        details=details,
         across=network,
         optimizer_s=layout.time_split_s.get("optimizer", 0.0),
     )
@@ -241,19 +249,19 @@ def replicas_across_nodes(
 
 
 def pipeline_across_nodes(
-    details: dict[str, Any], single: CellFigures, within: Links | None, network: Links, per_node: int
+    details: Details, single: CellFigures, within: Links | None, network: Links, per_node: int
 ) -> StepPrediction | None:
     """The distributed pipeline of a train run over several nodes (checked_across_nodes): None for a cut without stage
     times (a cut model in one process never spans nodes), or a boundary within a node with no link measured there."""
-    if not details.get("stage_seconds"):
+    if not isinstance(details, CutDetails) or not details.stage_seconds:
         return None
     transfers = []
-    for boundary, size in enumerate(details.get("boundary_bytes", [])):
+    for boundary, size in enumerate(details.boundary_bytes):
         link = network if boundary // per_node != (boundary + 1) // per_node else within
         if link is None:
             return None
         transfers.append(2 * link.message_seconds(size))
-    return staged_step(list(details["stage_seconds"]), details.get("micro_batches", 1), transfers, single)
+    return staged_step(list(details.stage_seconds), details.micro_batches or 1, transfers, single)
 
 
 def order_checks(checks: list[PredictionCheck], cells: dict[str, Cell], floor: float | None) -> list[OrderCheck]:
@@ -286,25 +294,24 @@ def order_checks(checks: list[PredictionCheck], cells: dict[str, Cell], floor: f
     return orders
 
 
-def checked_sweep_cells(cells: list[SweepCell], links: Links | None) -> list[PredictionCheck]:
-    """Predicted against measured, for every distributed pipeline cell of a sweep and its model_parallel line (against
-    its `single` line), the activations between stages crossing `links` (the probe's, or None) as in the benchmark's
-    checks."""
+def checked_sweep_cells(
+    cells: list[SweepCell], links: Links | None, strategy_of: Callable[[str], str]
+) -> list[PredictionCheck]:
+    """Predicted against measured, for every cut model's cell of a sweep (a distributed pipeline's, and the
+    model_parallel line's, against its `single` line), the activations between stages crossing `links` (the probe's,
+    or None) as in the benchmark's checks; `strategy_of(curve)`: the strategy a curve's cells ran."""
     timed = [(cell, cell.figures) for cell in cells if isinstance(cell.figures, CellFigures)]
     single = next((figures for cell, figures in timed if cell.curve == BASELINE), None)
     if single is None:
         return []
     checks = []
     for cell, figures in timed:
-        predicted = pipelined(figures, single, micro_batched(cell.curve), links)
+        strategy = STRATEGIES[strategy_of(cell.curve)]
+        if not isinstance(strategy.cost, StagedCost):
+            continue
+        details = strategy.details_of(figures.strategy_details)
+        predicted = pipelined(figures, details, single, strategy.cost.micro_batched, links)
         if predicted is not None:
             label = cell.curve if cell.value is None else f"{cell.curve} {cell.value}"
             checks.append(check(label, figures, predicted))
     return checks
-
-
-def micro_batched(curve: str) -> bool:
-    """Whether a sweep's curve feeds micro-batches: its curves are the swept pipeline's, but for a line named after a
-    cut model that feeds none (model_parallel's)."""
-    cost = PREDICTED.get(curve)
-    return not isinstance(cost, StagedCost) or cost.micro_batched

@@ -14,7 +14,6 @@ kind, or devices of their own where this machine's were virtual) says so: `valid
 """
 
 from itertools import accumulate
-from typing import Any
 
 from parabench.config import PredictOptions
 from parabench.prediction.checks import PREDICTED, forward_backward_s, model_sizes, scattered_bytes
@@ -28,14 +27,15 @@ from parabench.records import (
     Probed,
 )
 from parabench.strategies.cost import ReplicaCost, ReplicaStep, StagedCost, StepPrediction, pipeline_step
-from parabench.strategies.partition import split_costs
-from parabench.strategies.registry import HEADLINE
+from parabench.strategies.details import Details
+from parabench.strategies.partition import CutDetails, split_costs
+from parabench.strategies.registry import HEADLINE, STRATEGIES
 from parabench.workloads.contract import Scaling
 
 
 def extended(
     single: CellFigures,
-    measured: dict[str, dict[str, Any]],
+    measured: dict[str, Details],
     options: PredictOptions,
     scaling: Scaling,
     probe: Probe,
@@ -48,22 +48,23 @@ def extended(
     the global batch grows with them (a cut model has no replicas: its batch stays). A cut model is cut as `cut_at`
     says (staged_at), at most one stage per block."""
     virtual = single.devices_virtual or (isinstance(probe, Probed) and probe.device == "cpu")
-    staged = next((details for name in staged_first() if (details := measured.get(name))), {})
+    staged = next((details for name in staged_first() if isinstance(details := measured.get(name), CutDetails)), None)
     rows = []
     for devices in options.devices:
         links, link_text, validated = link_at(devices, options, probe, network)
         for name, cost in PREDICTED.items():
             if isinstance(cost, StagedCost):
-                step = staged_at(single, staged, cost, devices, links)
+                step = staged_at(single, staged or CutDetails(), cost, devices, links)
                 grown = 1
                 link = (
                     f"{name} stages, activations over {link_text}"
-                    if staged.get("block_seconds")
+                    if staged is not None and staged.block_seconds
                     else f"{name} stages (equal, no transfers modelled: no cut ran here)"
                 )
             else:
                 grown = devices if scaling == "weak" else 1  # the global batch over single's
-                step = replicas_at(single, measured.get(name, {}), cost, devices, grown, options, probe, network)
+                recorded = measured.get(name) or STRATEGIES[name].details_of({})
+                step = replicas_at(single, recorded, cost, devices, grown, options, probe, network)
                 link = link_text
             if step is None:
                 continue
@@ -90,14 +91,14 @@ def staged_first() -> list[str]:
 
 
 def staged_at(
-    single: CellFigures, staged: dict[str, Any], cost: StagedCost, devices: int, links: Links
+    single: CellFigures, staged: CutDetails, cost: StagedCost, devices: int, links: Links
 ) -> StepPrediction | None:
     """A cut model at `devices` stages (None beyond its blocks), cut as cut_at says, each boundary sending a
     micro-batch's activation forward and its gradient back, plus single's input and optimizer."""
-    if staged.get("cut") and devices > sum(staged["cut"]):
+    if staged.cut and devices > sum(staged.cut):
         return None
     forward_backward = forward_backward_s(single)
-    each = int(staged.get("micro_batches", 4)) if cost.micro_batched else 1
+    each = (staged.micro_batches or 4) if cost.micro_batched else 1
     shares, sent = cut_at(devices, staged, single.global_batch / each)
     transfers = [2 * links.message_seconds(size) for size in sent]
     bound = pipeline_step([forward_backward * share / each for share in shares], each, transfers)
@@ -106,7 +107,7 @@ def staged_at(
 
 def replicas_at(
     single: CellFigures,
-    details: dict[str, Any],
+    details: Details,
     cost: ReplicaCost,
     devices: int,
     grown: int,
@@ -148,12 +149,12 @@ def replicas_at(
     return cost.step(step)
 
 
-def cut_at(stages: int, staged: dict[str, Any], units: float) -> tuple[list[float], list[float]]:
+def cut_at(stages: int, staged: CutDetails, units: float) -> tuple[list[float], list[float]]:
     """A cut model at `stages` stages: each stage's share of the forward and backward, and the bytes a micro-batch of
     `units` sends across each boundary; cut as `partition.balance: time` would cut the benchmark's blocks (their
     seconds and the bytes each leaves per unit, timed by its cut: `staged`), or into equal shares sending nothing
     where no cut ran here."""
-    seconds, leaves = staged.get("block_seconds"), staged.get("block_output_bytes_per_unit", [])
+    seconds, leaves = staged.block_seconds, staged.block_output_bytes_per_unit
     if not seconds:
         return [1 / stages] * stages, []
     ends = list(accumulate(split_costs(seconds, stages)))
@@ -178,7 +179,9 @@ def bottleneck(
 
     def exposed_share(over: Links) -> float:
         step = cost.step(
-            ReplicaStep(single_step / devices, forward_backward / devices, model_sizes(single), over, devices, True, {})
+            ReplicaStep(
+                single_step / devices, forward_backward / devices, model_sizes(single), over, devices, True, Details()
+            )
         )
         return step.exposed_communication_s / step.step_s
 

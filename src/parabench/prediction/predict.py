@@ -10,6 +10,7 @@ from parabench.prediction.collectives import Link, Links
 from parabench.prediction.extension import bottleneck, extended
 from parabench.prediction.links import measured_links
 from parabench.records import (
+    Cell,
     CellsSummary,
     FittedLink,
     PredictionResults,
@@ -17,7 +18,8 @@ from parabench.records import (
     RunRecord,
     ran,
 )
-from parabench.strategies.registry import BASELINE, HEADLINE
+from parabench.strategies.details import Details
+from parabench.strategies.registry import BASELINE, HEADLINE, STRATEGIES
 from parabench.workloads.contract import Scaling
 
 
@@ -54,7 +56,6 @@ def predict(
     orders = order_checks(checks, cells, benchmark.noise.floor)
     errors = [abs(check.error) for check in checks]
     median_error = statistics.median(errors) if errors else None
-    measured = {name: figures.strategy_details for name in PREDICTED if (figures := ran(cells, name)) is not None}
     return PredictionResults(
         links=None if links is None else fitted_links(links),
         checks=checks,
@@ -66,10 +67,19 @@ def predict(
         and all(check.within for check in checks)
         and all(order.agrees for order in orders),
         scaling=scaling,
-        predictions=extended(single, measured, options, scaling, probe, network),
+        predictions=extended(single, recorded_details(cells), options, scaling, probe, network),
         bottleneck=bottleneck(single, options, scaling, probe, network),
         probe=probe,
     )
+
+
+def recorded_details(cells: dict[str, Cell]) -> dict[str, Details]:
+    """What each predicted strategy's benchmark cell recorded of itself, in its own type, where it ran."""
+    return {
+        name: STRATEGIES[name].details_of(figures.strategy_details)
+        for name in PREDICTED
+        if (figures := ran(cells, name)) is not None
+    }
 
 
 def fitted_links(links: Links) -> dict[str, FittedLink]:

@@ -28,13 +28,7 @@ from parabench.records import (
 from parabench.report.benchmark import largest_rank_memory
 from parabench.report.sweep_figure import draw
 from parabench.runtime.environment import machine_line
-from parabench.strategies.registry import REFERENCE_LINES
-
-INPROCESS_ON_CPU = (
-    "the in-process engine on the CPU: one process runs the stages in turn, so they cannot overlap; "
-    "only the distributed engine (one process per stage) can"
-)
-
+from parabench.strategies.registry import REFERENCE_LINES, STRATEGIES
 
 TABLE_COLUMNS = ["value", "median_s", "p25_s", "p75_s"]
 
@@ -108,13 +102,6 @@ def compact(summary: CurveFigures | SkippedCurve) -> dict[str, Any]:
     return summary.model_dump(include=set(METRIC_KEYS))
 
 
-def engine_note(details: dict[str, Any]) -> str | None:
-    """Why a curve cannot overlap its stages here, when it cannot."""
-    if details.get("engine") == "inprocess" and details.get("devices_virtual"):
-        return INPROCESS_ON_CPU
-    return None
-
-
 def write_csv(table: pd.DataFrame, path: Path) -> None:
     """A curve's table as CSV (six significant digits), for `dvc plots`."""
     table.to_csv(path, index=False, float_format="%.6g")
@@ -125,13 +112,15 @@ def plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def curve_notes(cells: list[SweepCell]) -> dict[str, str | None]:
-    """Per curve, why its stages cannot overlap here, where they cannot (engine_note)."""
-    return {
-        cell.curve: engine_note(cell.figures.strategy_details)
-        for cell in cells
-        if cell.value is not None and isinstance(cell.figures, CellFigures)
-    }
+def curve_notes(cells: list[SweepCell], sweep: Sweep) -> dict[str, str | None]:
+    """Per curve, why its stages cannot overlap here, where they cannot (what its strategy recorded says:
+    Details.why_stages_wait)."""
+    notes = {}
+    for cell in cells:
+        if cell.value is not None and isinstance(cell.figures, CellFigures):
+            recorded = STRATEGIES[sweep.strategy_of(cell.curve)].details_of(cell.figures.strategy_details)
+            notes[cell.curve] = recorded.why_stages_wait()
+    return notes
 
 
 def skipped_cells(cells: list[SweepCell], param: str) -> list[str]:
@@ -162,7 +151,7 @@ def write_sweep(
         for point, figures in zip(points, results, strict=True)
     ]
     tables, lines = curve_tables(cells), reference_lines(cells)
-    notes, skipped = curve_notes(cells), skipped_cells(cells, sweep.param)
+    notes, skipped = curve_notes(cells, sweep), skipped_cells(cells, sweep.param)
     summaries = {curve: curve_summary(table, lines, notes.get(curve)) for curve, table in tables.items()}
     for curve, table in tables.items():
         write_atomic(sweep_table_dir(name) / f"{curve}.csv", partial(write_csv, table))
@@ -184,7 +173,7 @@ def write_sweep(
         skipped=skipped,
         stage=stage.shares(),
         cells=cells,
-        prediction_checks=checked_sweep_cells(cells, links),
+        prediction_checks=checked_sweep_cells(cells, links, sweep.strategy_of),
     )
     write_json(results_file("sweep", name), results_record.model_dump(mode="json"))
     for curve, summary in summaries.items():

@@ -35,7 +35,6 @@ from parabench.engine.timing import PHASES
 from parabench.records import CellRun
 from parabench.runtime.step_signs import kept_phases, kept_steps
 from parabench.strategies.base import Strategy
-from parabench.strategies.cost import pipeline_bound
 
 ADDS_UP_WITHIN = 0.05  # the parts' sum against the median step, relative
 
@@ -78,21 +77,6 @@ def typical_parts(run: CellRun) -> dict[str, float]:
     return {part: statistics.fmean(step[part] for step in typical) for part in typical[0]}
 
 
-def cut_parts(details: dict[str, Any], forward_backward: float) -> dict[str, float] | None:
-    """A cut model's forward and backward from its stages' measured seconds (None for a model not cut)."""
-    seconds = details.get("stage_seconds")
-    if not seconds:
-        return None
-    micro_batches = details.get("micro_batches", 1)
-    if details.get("engine") != "distributed" and details.get("devices_virtual"):
-        return {"compute": forward_backward}  # one process, one CPU: stages in turn on the same cores, nothing moves
-    if details.get("engine") is not None:  # a pipeline whose stages overlap: the distributed engine, or real devices
-        parts = pipeline_bound(seconds, micro_batches)
-    else:
-        parts = {"compute": micro_batches * sum(seconds)}
-    return parts | {"communication": max(0.0, forward_backward - sum(parts.values()))}
-
-
 def time_split(
     run: CellRun, strategy: Strategy, communicates: bool, data_parallel: bool, compute_beside: float | None
 ) -> dict[str, Any]:
@@ -102,7 +86,7 @@ def time_split(
     parts = typical_parts(run)
     forward_backward = parts.pop("forward_backward")
     split = {"input": parts["input"]}
-    cut = cut_parts(run.strategy_details, forward_backward)
+    cut = strategy.details_of(run.strategy_details).time_parts(forward_backward)
     if not communicates:
         split["compute"] = forward_backward
     elif cut is not None:

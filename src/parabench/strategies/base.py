@@ -1,6 +1,6 @@
 """What a strategy is: a function applied to a plain model, returning what the one training loop needs."""
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -13,6 +13,7 @@ from parabench.batch import Batch
 from parabench.runtime.hardware import Machine
 from parabench.runtime.process import Process
 from parabench.strategies.cost import ReplicaCost, StagedCost
+from parabench.strategies.details import Details
 from parabench.strategies.options import FsdpOptions, PartitionOptions, PipelineOptions, Precision
 from parabench.strategies.precision import autocast
 
@@ -94,7 +95,7 @@ class Parallelized:
     shard_count: int
     train_step: TrainStep
     full_state_dict: Callable[[], dict[str, Tensor]]
-    details: dict[str, Any] = field(default_factory=dict)
+    details: Details = field(default_factory=Details)
     reads_inputs: bool = True
     no_sync: Callable[[], AbstractContextManager[object]] = nullcontext
     make_optimizer: Callable[[OptimizerBuilder, ParamGroups], torch.optim.Optimizer] = whole_optimizer
@@ -131,6 +132,7 @@ class Strategy:
     of that all-reduce the backward pass hid.
     refuses_compile: why `compile: true` does not compose with it, where it does not.
     cost: its cost model for the prediction (cost.py); None where nothing is predicted (the baseline).
+    details_type: the type of what it records of itself (Parallelized.details).
     """
 
     name: str
@@ -150,6 +152,11 @@ class Strategy:
     all_reduces_gradients: bool = False
     refuses_compile: str | None = None
     cost: ReplicaCost | StagedCost | None = None
+    details_type: type[Details] = Details
+
+    def details_of(self, recorded: Mapping[str, Any]) -> Details:
+        """Its record of itself as a run wrote it (`strategy_details`), read back into its own type."""
+        return self.details_type.model_validate(dict(recorded))
 
     def processes(self, setup: StrategySetup) -> int:
         """Processes in the whole job."""

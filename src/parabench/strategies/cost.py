@@ -3,9 +3,11 @@ devices from one device's measurements, over the links it models (Fabric: predic
 knowing its name; and the step shapes more than one strategy shares (a bucketed all-reduce, a pipeline's bound)."""
 
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
+
+from parabench.strategies.details import Details
 
 BACKWARD_SHARE = 2 / 3  # of forward and backward: the backward pass does about twice the forward's work
 
@@ -82,7 +84,7 @@ class ReplicaStep:
     links: Fabric
     devices: int
     own_devices: bool
-    details: Mapping[str, Any]
+    details: Details
     batch_bytes: float = 0.0
     across: Fabric | None = None
     optimizer_s: float = 0.0
@@ -93,9 +95,9 @@ class ReplicaStep:
         return BACKWARD_SHARE * self.forward_backward_s
 
 
-def as_recorded(details: Mapping[str, Any], devices: int, nodes: int) -> dict[str, Any]:
+def as_recorded(details: Details, devices: int, nodes: int) -> Details:
     """A strategy whose choices do not change with the device count: its details as its run recorded them."""
-    return dict(details)
+    return details
 
 
 @dataclass(frozen=True)
@@ -110,9 +112,9 @@ class ReplicaCost:
 
     step: Callable[[ReplicaStep], StepPrediction]
     one_process: bool = False
-    at_scale: Callable[[Mapping[str, Any], int, int], dict[str, Any]] = as_recorded
-    shards_within_node: Callable[[Mapping[str, Any]], bool] = lambda details: False
-    described: Callable[[Mapping[str, Any]], str] = lambda details: ""
+    at_scale: Callable[[Details, int, int], Details] = as_recorded
+    shards_within_node: Callable[[Details], bool] = lambda details: False
+    described: Callable[[Details], str] = lambda details: ""
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,13 @@ from parabench.errors import StrategyUnavailable
 from parabench.runtime.process import Process
 from parabench.strategies.base import Parallelized, Strategy, StrategySetup, forward_backward
 from parabench.strategies.cost import Fabric, ReplicaCost, ReplicaStep, StepPrediction
+from parabench.strategies.details import Details
+
+
+class DataParallelDetails(Details):
+    """What a dp run records of itself: the devices its one process drives."""
+
+    devices: int = 0
 
 
 def check(setup: StrategySetup, global_batch: int) -> None:
@@ -34,7 +41,7 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
         shard_count=1,
         train_step=forward_backward(wrapped, setup.precision),
         full_state_dict=model.state_dict,
-        details={"devices": devices},
+        details=DataParallelDetails(devices=devices),
     )
 
 
@@ -73,4 +80,5 @@ STRATEGY = Strategy(
     check=check,
     refuses_compile="DataParallel replicates the module at every forward, which torch.compile does not support",
     cost=ReplicaCost(step_cost, one_process=True),
+    details_type=DataParallelDetails,
 )

@@ -1,8 +1,8 @@
 """`fsdp`: fully sharded data parallel (FSDP2 `fully_shard`): each process keeps a 1/world share of the weights."""
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, cast
+from typing import Literal, cast
 
 from torch import Tensor, nn
 
@@ -10,6 +10,7 @@ from parabench.runtime.process import Process
 from parabench.strategies.allreduce import broadcast_from_rank0
 from parabench.strategies.base import Parallelized, StrategySetup, forward_backward
 from parabench.strategies.cost import Fabric, ReplicaCost, ReplicaStep, StepPrediction
+from parabench.strategies.details import Details
 from parabench.strategies.per_device import replica, replica_per_device
 
 
@@ -64,16 +65,29 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
         # BatchNorm's weights but not its running statistics, and torch's CPU batch_norm refuses the mix.
         forward_backward(model, setup.precision),
         full_state_dict,
-        details={"sharded_blocks": len(list(model.children())), "sharding": sharding, "mesh": list(shape)},
+        details=ShardingDetails(sharded_blocks=len(list(model.children())), sharding=sharding, mesh=list(shape)),
         no_sync=no_sync,
     )
 
 
-def recorded_mesh(details: Mapping[str, Any], devices: int) -> tuple[int, int]:
-    """The replicas and shards of the mesh its run recorded (one dimension: one replica sharded over every rank; two:
-    FSDP2's replicate x shard), or full sharding over `devices` where none was recorded."""
-    mesh = list(details.get("mesh", [devices]))
-    return (1, mesh[0]) if len(mesh) == 1 else (mesh[0], mesh[1])
+class ShardingDetails(Details):
+    """What an fsdp run records of itself: how many blocks it sharded, its sharding, and its mesh (one dimension: one
+    replica sharded over every rank; two: FSDP2's replicate x shard)."""
+
+    sharded_blocks: int = 0
+    sharding: Literal["full", "grad_op", "none", "hybrid"] = "full"
+    mesh: list[int] | None = None
+
+    def replicas_and_shards(self, devices: int) -> tuple[int, int]:
+        """The replicas and shards of its mesh, or full sharding over `devices` where none was recorded."""
+        mesh = self.mesh or [devices]
+        return (1, mesh[0]) if len(mesh) == 1 else (mesh[0], mesh[1])
+
+
+def sharding_details(details: Details) -> ShardingDetails:
+    """fsdp's own record, as the prediction read it back (Strategy.details_of)."""
+    assert isinstance(details, ShardingDetails), f"not fsdp's record: {details!r}"
+    return details
 
 
 def fsdp_step(
@@ -115,19 +129,20 @@ def step_cost(step: ReplicaStep) -> StepPrediction:
     all-gathers of the parameters (one for grad_op, which keeps them from forward to backward) and a reduce-scatter of
     the gradients over its shards (`links`), then each block's gradient shard all-reduced across the replicas
     (`across`, where they span the nodes), with the copies around them and each block's fixed cost (fsdp_step)."""
-    replicas, shards = recorded_mesh(step.details, step.devices)
-    gathers = 1 if step.details.get("sharding") == "grad_op" else 2
-    units = int(step.details.get("sharded_blocks", 0))
+    details = sharding_details(step.details)
+    replicas, shards = details.replicas_and_shards(step.devices)
+    gathers = 1 if details.sharding == "grad_op" else 2
+    units = details.sharded_blocks
     parameter_bytes = step.sizes.total_gradient_bytes
     return fsdp_step(
         step.compute_s, parameter_bytes, step.links, step.across or step.links, replicas, shards, gathers, units
     )
 
 
-def at_scale(details: Mapping[str, Any], devices: int, nodes: int) -> dict[str, Any]:
+def at_scale(details: Details, devices: int, nodes: int) -> Details:
     """Its recorded sharding (full where none ran) on the mesh it would build over `devices` on `nodes` nodes."""
-    sharding = details.get("sharding", "full")
-    return {**details, "mesh": list(mesh_shape(sharding, devices, nodes))}
+    recorded = sharding_details(details)
+    return recorded.model_copy(update={"mesh": list(mesh_shape(recorded.sharding, devices, nodes))})
 
 
 STRATEGY = replica_per_device(
@@ -138,8 +153,9 @@ STRATEGY = replica_per_device(
     ReplicaCost(
         step_cost,
         at_scale=at_scale,
-        shards_within_node=lambda details: details.get("sharding") == "hybrid",
-        described=lambda details: str(details.get("sharding", "full")),
+        shards_within_node=lambda details: sharding_details(details).sharding == "hybrid",
+        described=lambda details: sharding_details(details).sharding,
     ),
     options=("fsdp",),
+    details_type=ShardingDetails,
 )

@@ -5,15 +5,13 @@ The cut is balanced by parameter count or by each block's forward+backward time,
 (partition.balance); each stage's measured share of the time is recorded either way.
 """
 
-from typing import Any
-
 import torch
 from torch import Tensor, nn
 
 from parabench.runtime.process import Process
 from parabench.strategies.base import Parallelized, Strategy, StrategySetup, forward_backward
 from parabench.strategies.cost import StagedCost
-from parabench.strategies.partition import StageCut, choose_cut, cut
+from parabench.strategies.partition import CutDetails, StageCut, choose_cut, cut
 from parabench.strategies.stage_devices import check_stages, devices_virtual, stage_count, stage_devices
 
 
@@ -54,9 +52,9 @@ def stage_cut(model: nn.Sequential, setup: StrategySetup, device: torch.device, 
     return choose_cut(model, setup.partition.balance, stages, sample, setup.documented_cut)
 
 
-def staged_parallel(staged: StagedModel, setup: StrategySetup, details: dict[str, Any]) -> Parallelized:
+def staged_parallel(staged: StagedModel, setup: StrategySetup, details: CutDetails) -> Parallelized:
     """One process drives every stage of `staged`."""
-    details.update(stages=len(staged.devices), devices_virtual=devices_virtual(setup))
+    details.stages, details.devices_virtual = len(staged.devices), devices_virtual(setup)
     return Parallelized(
         module=staged,
         model=staged.model,
@@ -74,7 +72,7 @@ def apply(model: nn.Sequential, process: Process, setup: StrategySetup) -> Paral
     """Cut the model into partition.stages stages, one per device; time the blocks on a whole batch."""
     devices = stage_devices(setup)
     chosen = stage_cut(model, setup, devices[0], setup.batch_shape[0], len(devices))
-    return staged_parallel(StagedModel(model, devices, chosen.sizes), setup, details=chosen.details())
+    return staged_parallel(StagedModel(model, devices, chosen.sizes), setup, details=CutDetails(**chosen.details()))
 
 
 STRATEGY = Strategy(
@@ -86,4 +84,5 @@ STRATEGY = Strategy(
     options=("partition",),
     reference_line=True,
     cost=StagedCost(micro_batched=False),
+    details_type=CutDetails,
 )

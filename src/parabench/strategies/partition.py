@@ -9,12 +9,15 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
+from typing import Any
 
 import torch
+from pydantic import Field
 from torch import Tensor, nn
 
 from parabench.runtime.collectives import synchronize
 from parabench.runtime.load import CONTENDED_SHARE, mark, other_cpu_share
+from parabench.strategies.details import Details
 
 log = logging.getLogger("parabench.partition")
 TIMING_REPEATS = 5
@@ -176,8 +179,8 @@ class StageCut:
         """Each stage's share of the stages' summed forward+backward time."""
         return [stage / sum(self.stage_seconds) for stage in self.stage_seconds]
 
-    def details(self) -> dict[str, object]:
-        """What the metrics record about the cut."""
+    def details(self) -> dict[str, Any]:
+        """What the metrics record about the cut (CutDetails' fields)."""
         return {
             "cut": self.sizes,
             "balance": self.balance,
@@ -187,6 +190,40 @@ class StageCut:
             "block_seconds": [round(seconds, 6) for seconds in self.block_seconds],
             "block_output_bytes_per_unit": [round(size, 1) for size in self.block_output_bytes_per_unit],
         }
+
+
+class CutDetails(Details):
+    """What a cut model's run records of itself: its cut (StageCut's record), its stages and whether its devices are
+    virtual (a CPU's), and how many micro-batches a step made where it feeds any."""
+
+    cut: list[int] = Field(default_factory=list)
+    balance: str = ""
+    stage_time_share: list[float] = Field(default_factory=list)
+    stage_seconds: list[float] = Field(default_factory=list)
+    boundary_bytes: list[int] = Field(default_factory=list)
+    block_seconds: list[float] = Field(default_factory=list)
+    block_output_bytes_per_unit: list[float] = Field(default_factory=list)
+    stages: int | None = None
+    devices_virtual: bool = False
+    micro_batches: int | None = None
+
+    def stages_in_turn_on_one_cpu(self) -> bool:
+        """Whether one process ran every stage on one CPU's cores: in turn, nothing moving between them."""
+        return self.devices_virtual
+
+    def stage_parts(self) -> dict[str, float]:
+        """Its stages' seconds as parts of a step: one batch through them one after another."""
+        return {"compute": (self.micro_batches or 1) * sum(self.stage_seconds)}
+
+    def time_parts(self, forward_backward: float) -> dict[str, float] | None:
+        """Its forward and backward split by its stages' measured seconds, the rest `communication` (none where the
+        stages ran in turn on one CPU: all of it compute); None without stage times."""
+        if not self.stage_seconds:
+            return None
+        if self.stages_in_turn_on_one_cpu():
+            return {"compute": forward_backward}
+        parts = self.stage_parts()
+        return parts | {"communication": max(0.0, forward_backward - sum(parts.values()))}
 
 
 def choose_cut(

@@ -2,13 +2,13 @@
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
 
 from torch import Tensor, nn
 
 from parabench.runtime.process import Process
 from parabench.strategies.base import Parallelized, Strategy, StrategySetup, TrainStep
 from parabench.strategies.cost import ReplicaCost
+from parabench.strategies.details import Details
 
 
 def replica_per_device(
@@ -19,9 +19,11 @@ def replica_per_device(
     options: tuple[str, ...] = (),
     headline: bool = False,
     all_reduces_gradients: bool = False,
+    details_type: type[Details] = Details,
 ) -> Strategy:
     """A data-parallel strategy with one replica process per device (hardware.devices per node), predicted by `cost`;
-    `options`, the params.yaml sections it reads; `headline` and `all_reduces_gradients` as Strategy says."""
+    `options`, the params.yaml sections it reads; `headline`, `all_reduces_gradients` and `details_type` as Strategy
+    says."""
     return Strategy(
         name=name,
         summary=summary,
@@ -33,6 +35,7 @@ def replica_per_device(
         headline=headline,
         all_reduces_gradients=all_reduces_gradients,
         cost=cost,
+        details_type=details_type,
     )
 
 
@@ -42,7 +45,7 @@ def replica(
     process: Process,
     train_step: TrainStep,
     full_state_dict: Callable[[], dict[str, Tensor]],
-    details: dict[str, Any] | None = None,
+    details: Details | None = None,
     no_sync: Callable[[], AbstractContextManager[object]] = nullcontext,
 ) -> Parallelized:
     """This process's replica: it computes on its own device, on the rank-th of world_size shares of every batch."""
@@ -55,6 +58,6 @@ def replica(
         shard_count=process.world_size,
         train_step=train_step,
         full_state_dict=full_state_dict,
-        details=details or {},
+        details=details or Details(),
         no_sync=no_sync,
     )

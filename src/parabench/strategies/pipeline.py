@@ -21,9 +21,10 @@ from parabench.errors import ConfigError
 from parabench.runtime.collectives import broadcast_object, gather_objects
 from parabench.runtime.process import Process
 from parabench.strategies.base import LossFn, Parallelized, StepResult, Strategy, StrategySetup, TrainStep
-from parabench.strategies.cost import StagedCost
+from parabench.strategies.cost import StagedCost, pipeline_bound
 from parabench.strategies.model_parallel import StagedModel, stage_cut, staged_parallel
-from parabench.strategies.partition import cut
+from parabench.strategies.options import PipelineEngine, PipelineSchedule
+from parabench.strategies.partition import CutDetails, cut
 from parabench.strategies.precision import AutocastForward
 from parabench.strategies.stage_devices import check_stages, devices_virtual, stage_count, stage_devices
 
@@ -31,6 +32,32 @@ if TYPE_CHECKING:  # torch.distributed.pipelining costs 0.7 s to import: only th
     from torch.distributed.pipelining import PipelineStage
     from torch.distributed.pipelining.schedules import PipelineScheduleSingle
 BATCHNORM = "statistics per micro-batch"
+INPROCESS_ON_CPU = (
+    "the in-process engine on the CPU: one process runs the stages in turn, so they cannot overlap; "
+    "only the distributed engine (one process per stage) can"
+)
+
+
+class PipelineDetails(CutDetails):
+    """What a pipeline run records of itself: its cut (CutDetails), its engine and schedule, its micro-batches' size
+    and how BatchNorm normalises them."""
+
+    engine: PipelineEngine = "inprocess"
+    schedule: PipelineSchedule | None = None
+    split_size: int | None = None
+    batchnorm: str | None = None
+
+    def stages_in_turn_on_one_cpu(self) -> bool:
+        """One process on one CPU runs the stages in turn: the in-process engine on virtual devices."""
+        return self.engine != "distributed" and self.devices_virtual
+
+    def stage_parts(self) -> dict[str, float]:
+        """Its schedule's bound over its stages' seconds: compute, imbalance and bubble (pipeline_bound)."""
+        return pipeline_bound(self.stage_seconds, self.micro_batches or 1)
+
+    def why_stages_wait(self) -> str | None:
+        """The in-process engine on a CPU cannot overlap its stages."""
+        return INPROCESS_ON_CPU if self.stages_in_turn_on_one_cpu() else None
 
 
 class ContiguousGradient(torch.autograd.Function):
@@ -83,11 +110,11 @@ class MicroBatchPipeline(StagedModel):
         return torch.cat(activations)
 
 
-def counting_micro_batches(step: TrainStep, split_size: int, details: dict[str, Any]) -> TrainStep:
+def counting_micro_batches(step: TrainStep, split_size: int, details: PipelineDetails) -> TrainStep:
     """Record how many micro-batches each batch makes (the batch is known only when it arrives)."""
 
     def counted(batch: Batch, loss_fn: LossFn) -> StepResult:
-        details["micro_batches"] = ceil(len(batch) / split_size)
+        details.micro_batches = ceil(len(batch) / split_size)
         return step(batch, loss_fn)
 
     return counted
@@ -98,12 +125,12 @@ def apply_inprocess(model: nn.Sequential, setup: StrategySetup) -> Parallelized:
     devices, split_size = stage_devices(setup), setup.pipeline.split_size
     chosen = stage_cut(model, setup, devices[0], split_size, len(devices))
     staged = MicroBatchPipeline(model, devices, chosen.sizes, split_size)
-    details = {"engine": "inprocess", "split_size": split_size, **chosen.details(), "batchnorm": BATCHNORM}
+    details = PipelineDetails(engine="inprocess", split_size=split_size, **chosen.details(), batchnorm=BATCHNORM)
     parallel = staged_parallel(staged, setup, details=details)
     return replace(parallel, train_step=counting_micro_batches(parallel.train_step, split_size, details))
 
 
-def scheduled_step(stage: "PipelineStage", schedule_name: str, split_size: int, details: dict[str, Any]) -> TrainStep:
+def scheduled_step(stage: "PipelineStage", schedule_name: str, split_size: int, details: PipelineDetails) -> TrainStep:
     """A train step through the schedule, built on the first batch (its size fixes the micro-batch count).
 
     Every rank receives the same global batch: the first stage feeds the inputs, the last computes one
@@ -118,9 +145,9 @@ def scheduled_step(stage: "PipelineStage", schedule_name: str, split_size: int, 
     def step(batch: Batch, loss_fn: LossFn) -> StepResult:
         nonlocal schedule
         if schedule is None:
-            details["micro_batches"] = len(batch) // split_size
+            details.micro_batches = len(batch) // split_size
             # The last stage's outputs may be autocast ones: the loss in fp32, as under autocast elsewhere.
-            schedule = schedule_class(stage, details["micro_batches"], loss_fn=lambda out, y: loss_fn(out.float(), y))
+            schedule = schedule_class(stage, details.micro_batches, loss_fn=lambda out, y: loss_fn(out.float(), y))
         stage_inputs = (batch.inputs,) if stage.is_first else ()
         if not stage.is_last:
             schedule.step(*stage_inputs)
@@ -164,15 +191,15 @@ def apply_distributed(model: nn.Sequential, process: Process, setup: StrategySet
         process.device,
     )
     schedule_name, split_size = setup.pipeline.schedule, setup.pipeline.split_size
-    details = {
-        "engine": "distributed",
-        "schedule": schedule_name,
-        "split_size": split_size,
-        "stages": len(chosen.sizes),
+    details = PipelineDetails(
+        engine="distributed",
+        schedule=schedule_name,
+        split_size=split_size,
+        stages=len(chosen.sizes),
         **chosen.details(),
-        "devices_virtual": devices_virtual(setup),
-        "batchnorm": BATCHNORM,
-    }
+        devices_virtual=devices_virtual(setup),
+        batchnorm=BATCHNORM,
+    )
     return Parallelized(
         module=submodule,
         model=submodule,
@@ -241,4 +268,5 @@ STRATEGY = Strategy(
     overflow_seen_by_all=lambda setup: setup.pipeline.engine != "distributed",
     options=("partition", "pipeline"),
     cost=StagedCost(micro_batched=True),
+    details_type=PipelineDetails,
 )
