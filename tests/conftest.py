@@ -35,9 +35,9 @@ def python_path(root: Path = PROJECT_ROOT) -> str:
 
 
 # The files that take longest, longest first, as `make test` timed them with inductor's cache cold (CI's case; seconds
-# of the two workers' time on a 2-core EPYC, AVX2 forced, docs/measurements.md 2026-11-29): the end-to-end DVC test
-# (260-300), the torchrun jobs (150), the DVC edits (80), the compiled pipeline and blocks (about 90 each), the probe
-# and the two-node script (30 each), mypy (15-30), every strategy's training (20).
+# of the two workers' time on a 2-core EPYC, AVX2 forced): the end-to-end DVC test (260-300), the torchrun jobs (150),
+# the DVC edits (80), the compiled pipeline and blocks (about 90 each), the probe and the two-node script (30 each),
+# mypy (15-30), every strategy's training (20).
 LONGEST = (
     "test_pipeline_e2e.py",
     "test_torchrun_jobs.py",

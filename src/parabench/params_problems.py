@@ -101,7 +101,7 @@ def describe(problem: dict[str, Any], model: type[BaseModel]) -> str:
         bound, words = BOUNDS[kind]
         return f"{given!r} is out of range; write a value {words} {problem.get('ctx', {}).get(bound)}"
     if kind == "missing":
-        return "missing; this key is required (see the README's params.yaml section)"
+        return "missing; this key is required (docs/params.md lists every key)"
     if kind == "extra_forbidden":
         return _unknown_key(str(problem["loc"][-1]), given, keys_at(model, tuple(problem["loc"])))
     if kind in ("literal_error", "enum"):

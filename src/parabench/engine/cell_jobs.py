@@ -13,7 +13,7 @@ the pipeline's) its steps ran 2-5% slower than the control's alone, a difference
 
 A job whose cells are not being timed is paused (SIGSTOP): an idle rank still wakes, gloo's network thread about 100
 times a second and torchrun's monitor 12 times, and on 2 cores each wake-up takes a core from the cell being timed,
-whose parallel regions then wait (docs/metrics.md has what that cost). Idle workers block on their inbox
+whose parallel regions then wait (docs/reference-figures.md has what that cost). Idle workers block on their inbox
 (engine/cell_channel.py).
 """
 

@@ -70,7 +70,8 @@ def reproducibility_settings() -> dict[str, Any]:
 
 def allocator() -> str:
     """The memory allocator the processes run with: what LD_PRELOAD puts before glibc's malloc (tcmalloc, jemalloc, as
-    PyTorch's CPU tuning guide suggests), else glibc. It moves step times by 10% or more here (docs/metrics.md)."""
+    PyTorch's CPU tuning guide suggests), else glibc. It moves step times by 10% or more here
+    (docs/reference-figures.md)."""
     preloaded = [Path(library).name for library in os.environ.get("LD_PRELOAD", "").replace(":", " ").split()]
     return ", ".join(preloaded) or "glibc"
 

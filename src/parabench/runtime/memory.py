@@ -24,8 +24,8 @@ def keep_freed_memory() -> None:
 
     By default glibc maps each allocation above a threshold of its own (adapting up to 32 MiB) and unmaps it when
     freed, so every training step faults its large tensors' pages in again, and two processes running the same steps
-    differ by how far each one's threshold has adapted (docs/measurements.md has what that cost, and on which
-    machine).
+    differ by how far each one's threshold has adapted (docs/reference-figures.md: a 40 MB tensor allocated again
+    cost 530 page faults a step).
     PyTorch's CPU tuning guide gives the same advice with jemalloc or tcmalloc; glibc's own settings need no install.
     """
     if LIBC is not None and hasattr(LIBC, "mallopt"):
