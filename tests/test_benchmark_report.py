@@ -21,6 +21,7 @@ from parabench.report.answers import noise_sentence
 from parabench.report.benchmark import skipped, summarize_cells, table
 from parabench.report.benchmark_figure import draw
 from parabench.report.time_split import time_split
+from parabench.runtime.step_signs import kept_steps
 from parabench.strategies.registry import STRATEGIES
 from tests.setups import cpu_setup, tiny_plan
 
@@ -496,3 +497,17 @@ def test_the_ranking_follows_the_paired_speedup_when_turns_of_unequal_length_rev
 def test_the_control_runs_next_to_single_in_every_turn():
     labels = [cell.label for cell in benchmark_cells("fashion_mnist", ["dp", "single", "ddp", "allreduce"], 2)]
     assert labels == ["dp", "single", "single_control", "ddp", "allreduce", "ceiling"]
+
+
+def test_a_cell_none_of_whose_kept_turns_pairs_with_single_s_is_not_yet_known_within_its_goal():
+    """Turns of one step each: other programs took the CPU in single's last two and in the cell's first two, so no turn
+    of the one kept a step where the other did: no ratio is known yet, and the turns go on (rather than a ratio of
+    nothing)."""
+    quiet, busy = turn([0.1], 1), turn([0.1], 1, other=1.5)
+    reference = CellRuns(Cell("fashion_mnist", "single"), None, turns=[quiet, quiet, busy, busy])
+    entry = CellRuns(Cell("fashion_mnist", "ddp"), None, turns=[busy, busy, quiet, quiet])
+    assert kept_steps(reference.turns) == [[0.1], [0.1], [], []] and kept_steps(entry.turns) == [[], [], [0.1], [0.1]]
+    assert not cells.known_within(entry, reference, within=0.5)
+    assert cells.known_within(entry, None, within=0.5), "its own median is known: its steps agree"
+    alike = CellRuns(Cell("fashion_mnist", "ddp"), None, turns=[quiet, quiet, busy, busy])
+    assert cells.known_within(alike, reference, within=0.5)

@@ -139,11 +139,13 @@ def turn_steps(entry: CellRuns) -> list[list[float]]:
 
 def known_within(entry: CellRuns, reference: CellRuns | None, within: float) -> bool:
     """Whether the cell's speedup over `reference` (its median step where there is none) is known within `within`:
-    its 95% interval's half-width over its value."""
-    if reference is None:
-        point, low, high = median_interval(turn_steps(entry))
-    else:
-        point, low, high = ratio_interval(turn_steps(reference), turn_steps(entry))
+    its 95% interval's half-width over its value. Not while no turn of it (paired with one of `reference`) kept a step:
+    every step disturbed so far tells nothing yet."""
+    mine = turn_steps(entry)
+    theirs = turn_steps(reference) if reference is not None else mine
+    if not any(top and bottom for top, bottom in zip(theirs, mine, strict=False)):
+        return False
+    point, low, high = median_interval(mine) if reference is None else ratio_interval(theirs, mine)
     return (high - low) / 2 <= within * point
 
 
