@@ -43,9 +43,11 @@ def copy_settings(source: list[dict[str, Any]], target: list[dict[str, Any]]) ->
 
 def sharded_optimizer(build: OptimizerBuilder, groups: ParamGroups) -> torch.optim.Optimizer:
     """The workload's optimiser over this process's share of each parameter group, wrapped by ZeRO (which calls
-    optimizer_class(its share, **defaults): any callable does, the workload's builder included)."""
+    optimizer_class(its share, **defaults): any callable does, the workload's builder included). Each process's share
+    lives in one flat bucket (parameters_as_bucket_view), so that after the step it goes to the others in one
+    broadcast, not one a parameter: on 2 CPU processes, 76 broadcasts of ResNet-18's tensors took 42 ms a step."""
     built = cast(type[torch.optim.Optimizer], lambda shard, **defaults: build(shard))
-    return ShardedOptimizer(groups, optimizer_class=built)
+    return ShardedOptimizer(groups, optimizer_class=built, parameters_as_bucket_view=True)
 
 
 def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Parallelized:
@@ -55,8 +57,8 @@ def apply(model: nn.Module, process: Process, setup: StrategySetup) -> Paralleli
 
 def step_cost(step: ReplicaStep) -> StepPrediction:
     """DDP's step (its buckets all-reduced during backward, its buffers broadcast), the optimizer stepping 1/n of the
-    parameters instead of all, and each process's share of the parameters broadcast to the others after it: n
-    broadcasts of 1/n of their bytes."""
+    parameters instead of all, and each process's share of the parameters (one bucket) broadcast to the others after
+    it: n broadcasts of 1/n of their bytes."""
     all_reduced = ddp.step_cost(step)
     saved = step.optimizer_s * (1 - 1 / step.devices)
     share = step.sizes.total_gradient_bytes / step.devices
