@@ -197,7 +197,7 @@ def checked_across_nodes(
         found = (
             None
             if shard_links is None
-            else replicas_across_nodes(train, cells, cost, details, shard_links, network_links)
+            else replicas_across_nodes(train, cells, cost, details, shard_links, network_links, one_host)
         )
         if found:
             predicted, note = found
@@ -211,20 +211,24 @@ def checked_across_nodes(
 
 
 def replicas_across_nodes(
-    train: RunRecord, cells: dict[str, Cell], cost: ReplicaCost, details: Details, links: Links, network: Links
+    train: RunRecord,
+    cells: dict[str, Cell],
+    cost: ReplicaCost,
+    details: Details,
+    links: Links,
+    network: Links,
+    one_host: bool,
 ) -> tuple[StepPrediction, str] | None:
     """A train run of replicas over several nodes (checked_across_nodes), and what its row should add, or None where no
     cell of its layout ran. One replica computes what node 0's cell of as many processes side by side as shared a host
     in the run computes (single for one; the ceiling for as many as its copies), its input and forward and backward
     scaled to the replica's share of the run's global batch (the optimizer's step stays whole). The collectives cross
     `links` (the network, their rings spanning every process; for a strategy whose shards stay within a node, those
-    within one, its replicas' all-reduce crossing the `network`). Nodes that were one host (loopback) share its CPU:
+    within one, its replicas' all-reduce crossing the `network`). Nodes that were `one_host` (loopback) share its CPU:
     every process of the run side by side, and ddp hides only what its collectives wait, as on one CPU; where no
     ceiling of that many copies ran (one device a node), single's compute stands in, alone on the host, said so."""
-    nodes, hosts = train.environment["nodes"], train.environment.get("node_hosts", [])
-    one_host = len(hosts) == nodes and len(set(hosts)) == 1
     single, ceiling = ran(cells, BASELINE), ran(cells, "ceiling")
-    side_by_side = train.processes if one_host else train.processes // nodes
+    side_by_side = train.processes if one_host else train.processes // train.environment["nodes"]
     layout = single if side_by_side == 1 else ceiling if ceiling and ceiling.processes == side_by_side else None
     note = ""
     if layout is None and one_host:

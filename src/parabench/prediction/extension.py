@@ -64,7 +64,7 @@ def extended(
             else:
                 grown = devices if scaling == "weak" else 1  # the global batch over single's
                 recorded = measured.get(name) or STRATEGIES[name].details_of({})
-                step = replicas_at(single, recorded, cost, devices, grown, options, probe, network)
+                step = replicas_at(single, recorded, cost, devices, grown, links, options, probe, network)
                 link = link_text
             if step is None:
                 continue
@@ -111,13 +111,14 @@ def replicas_at(
     cost: ReplicaCost,
     devices: int,
     grown: int,
+    links: Links,
     options: PredictOptions,
     probe: Probe,
     network: Probe,
 ) -> StepPrediction | None:
     """A data-parallel or sharded strategy at `devices` devices of their own, computing `grown` times single's global
     batch among them, with what its cell recorded (`details`) at that scale (its ReplicaCost's at_scale), over the
-    link `devices` cross (link_at); where its shards stay within a node (shards_within_node) and it spans several,
+    `links` `devices` cross (link_at's); where its shards stay within a node (shards_within_node) and it spans several,
     its shards' collectives cross the link within one and its replicas' the network. One process driving every
     device: within one node only (None beyond), its first device taking in the whole global batch and stepping alone."""
     if cost.one_process and devices > options.devices_per_node:
@@ -129,7 +130,6 @@ def replicas_at(
         compute = single_step - forward_backward + (grown - 1) * input_s + forward_backward * grown / devices
     nodes = -(-devices // options.devices_per_node)
     at_scale = cost.at_scale(details, devices, nodes)
-    links, _, _ = link_at(devices, options, probe, network)
     within, across = links, None
     if nodes > 1 and cost.shards_within_node(at_scale):
         within, _, _ = link_at(options.devices_per_node, options, probe, network)
