@@ -27,16 +27,25 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp_path = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
-        tmp_path.touch(mode=0o600, exist_ok=False)
-        yield tmp_path
-        os.replace(tmp_path, path)
+        with full_disk_named(path, discard=lambda: tmp_path.unlink(missing_ok=True)):
+            tmp_path.touch(mode=0o600, exist_ok=False)
+            yield tmp_path
+            os.replace(tmp_path, path)
+    finally:
+        tmp_path.unlink(missing_ok=True)
+
+
+@contextmanager
+def full_disk_named(path: Path, discard: Callable[[], None]) -> Iterator[None]:
+    """Within it, the device filling up (ENOSPC, EDQUOT) while `path` is written is DiskFull naming it: what was
+    half-written is `discard`ed first, so that the free space it reports is what a rerun will find."""
+    try:
+        yield
     except OSError as err:
         if err.errno not in NO_SPACE:
             raise
-        tmp_path.unlink(missing_ok=True)
+        discard()
         raise no_space(path, needed=None) from None
-    finally:
-        tmp_path.unlink(missing_ok=True)
 
 
 def no_space(path: Path, needed: int | None) -> DiskFull:
@@ -60,13 +69,9 @@ def staged_folder(dest_dir: Path) -> Iterator[Path]:
     staging = dest_dir.parent / f".{dest_dir.name}.{secrets.token_hex(4)}.tmp"
     staging.mkdir()
     try:
-        yield staging
-        _replace_folder(dest_dir, staging)
-    except OSError as err:
-        if err.errno not in NO_SPACE:
-            raise
-        shutil.rmtree(staging, ignore_errors=True)
-        raise no_space(dest_dir, needed=None) from None
+        with full_disk_named(dest_dir, discard=lambda: shutil.rmtree(staging, ignore_errors=True)):
+            yield staging
+            _replace_folder(dest_dir, staging)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
